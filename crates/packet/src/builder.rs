@@ -1,0 +1,1 @@
+//! Packet builder (being written).

@@ -1,0 +1,261 @@
+//! Access to one packet: its metadata and its bytes, with headroom for encapsulation.
+//!
+//! ```
+//! use pktvec_packet::{BufferPool, PoolConfig};
+//! let mut pool = BufferPool::new(PoolConfig::default()).unwrap();
+//! let bi = pool.alloc_with(b"payload").unwrap();
+//! let mut p = pool.packet_mut(bi);
+//! p.prepend(4).unwrap().copy_from_slice(b"hdr:"); // encapsulate in the headroom
+//! assert_eq!(p.data(), b"hdr:payload");
+//! p.advance(4).unwrap(); // decapsulate
+//! p.truncate(3);
+//! assert_eq!(p.data(), b"pay");
+//! ```
+
+use crate::meta::BufferMeta;
+
+/// Why an edit of a packet's extent was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PacketError {
+    /// Not enough headroom left to prepend.
+    #[error("not enough headroom: {wanted} wanted, {have} available")]
+    NoHeadroom {
+        /// Bytes asked for.
+        wanted: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// Not enough room after the data to append.
+    #[error("not enough tailroom: {wanted} wanted, {have} available")]
+    NoTailroom {
+        /// Bytes asked for.
+        wanted: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// Tried to advance past the end of the packet.
+    #[error("cannot advance {wanted} bytes in a packet of {len}")]
+    TooShort {
+        /// Bytes asked for.
+        wanted: usize,
+        /// Packet length.
+        len: usize,
+    },
+}
+
+#[inline]
+fn window(meta: &BufferMeta, buf_len: usize) -> (usize, usize) {
+    let start = (meta.data_offset as usize).min(buf_len);
+    let end = (start + meta.len as usize).min(buf_len);
+    (start, end)
+}
+
+/// Read access to one packet.
+#[derive(Clone, Copy)]
+pub struct Packet<'a> {
+    meta: &'a BufferMeta,
+    buf: &'a [u8],
+}
+
+impl<'a> Packet<'a> {
+    /// A packet over a whole buffer (headroom included) and its metadata.
+    #[inline]
+    pub fn new(meta: &'a BufferMeta, buf: &'a [u8]) -> Self {
+        Packet { meta, buf }
+    }
+    /// The metadata.
+    #[inline]
+    pub fn meta(&self) -> &'a BufferMeta {
+        self.meta
+    }
+    /// The packet bytes (clamped to the buffer if the metadata is inconsistent).
+    #[inline]
+    pub fn data(&self) -> &'a [u8] {
+        let (s, e) = window(self.meta, self.buf.len());
+        &self.buf[s..e]
+    }
+    /// Packet length.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data().len()
+    }
+    /// True for a zero-length packet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes free in front of the packet.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        window(self.meta, self.buf.len()).0
+    }
+    /// Bytes free after the packet.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.buf.len() - window(self.meta, self.buf.len()).1
+    }
+}
+
+/// Write access to one packet.
+pub struct PacketMut<'a> {
+    meta: &'a mut BufferMeta,
+    buf: &'a mut [u8],
+}
+
+impl<'a> PacketMut<'a> {
+    /// A packet over a whole buffer (headroom included) and its metadata.
+    #[inline]
+    pub fn new(meta: &'a mut BufferMeta, buf: &'a mut [u8]) -> Self {
+        PacketMut { meta, buf }
+    }
+    /// Read-only view of the same packet.
+    #[inline]
+    pub fn as_packet(&self) -> Packet<'_> {
+        Packet::new(self.meta, self.buf)
+    }
+    /// The metadata.
+    #[inline]
+    pub fn meta(&self) -> &BufferMeta {
+        self.meta
+    }
+    /// The metadata, writable.
+    #[inline]
+    pub fn meta_mut(&mut self) -> &mut BufferMeta {
+        self.meta
+    }
+    /// The packet bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        let (s, e) = window(self.meta, self.buf.len());
+        &self.buf[s..e]
+    }
+    /// The packet bytes, writable.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let (s, e) = window(self.meta, self.buf.len());
+        &mut self.buf[s..e]
+    }
+    /// Metadata and bytes at once (for nodes that read one and write the other).
+    #[inline]
+    pub fn split(&mut self) -> (&mut BufferMeta, &mut [u8]) {
+        let (s, e) = window(self.meta, self.buf.len());
+        (self.meta, &mut self.buf[s..e])
+    }
+    /// Packet length.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data().len()
+    }
+    /// True for a zero-length packet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes free in front of the packet.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        window(self.meta, self.buf.len()).0
+    }
+    /// Bytes free after the packet.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.buf.len() - window(self.meta, self.buf.len()).1
+    }
+
+    /// Grows the packet at the front by `n` bytes taken from the headroom (encapsulation)
+    /// and returns the new first `n` bytes to fill.
+    #[inline]
+    pub fn prepend(&mut self, n: usize) -> Result<&mut [u8], PacketError> {
+        let (s, e) = window(self.meta, self.buf.len());
+        if n > s {
+            return Err(PacketError::NoHeadroom { wanted: n, have: s });
+        }
+        let ns = s - n;
+        self.meta.data_offset = ns as u16;
+        self.meta.len = (e - ns) as u16;
+        Ok(&mut self.buf[ns..s])
+    }
+
+    /// Removes `n` bytes from the front of the packet (decapsulation).
+    #[inline]
+    pub fn advance(&mut self, n: usize) -> Result<(), PacketError> {
+        let (s, e) = window(self.meta, self.buf.len());
+        if n > e - s {
+            return Err(PacketError::TooShort {
+                wanted: n,
+                len: e - s,
+            });
+        }
+        self.meta.data_offset = (s + n) as u16;
+        self.meta.len = (e - s - n) as u16;
+        Ok(())
+    }
+
+    /// Grows the packet at the end by `n` bytes and returns them to fill.
+    #[inline]
+    pub fn append(&mut self, n: usize) -> Result<&mut [u8], PacketError> {
+        let (s, e) = window(self.meta, self.buf.len());
+        let have = self.buf.len() - e;
+        if n > have {
+            return Err(PacketError::NoTailroom { wanted: n, have });
+        }
+        self.meta.data_offset = s as u16;
+        self.meta.len = (e + n - s) as u16;
+        Ok(&mut self.buf[e..e + n])
+    }
+
+    /// Shortens the packet to `len` bytes (no effect if it is already shorter).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        let (s, e) = window(self.meta, self.buf.len());
+        self.meta.data_offset = s as u16;
+        self.meta.len = (e - s).min(len) as u16;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BufferPool, PacketError, PoolConfig};
+
+    #[test]
+    fn headroom_and_tailroom_limits() {
+        let mut pool = BufferPool::new(PoolConfig {
+            buffers: 1,
+            headroom: 16,
+            data_room: 32,
+        })
+        .unwrap();
+        let bi = pool.alloc().unwrap();
+        let mut p = pool.packet_mut(bi);
+        assert_eq!((p.headroom(), p.tailroom()), (16, 48 - 16));
+        assert!(matches!(
+            p.append(33),
+            Err(PacketError::NoTailroom { wanted: 33, .. })
+        ));
+        p.append(32).unwrap();
+        assert_eq!(p.tailroom(), 0);
+        assert!(matches!(
+            p.prepend(17),
+            Err(PacketError::NoHeadroom { wanted: 17, have: 16 })
+        ));
+        p.prepend(16).unwrap();
+        assert_eq!((p.headroom(), p.len()), (0, 48));
+        assert!(p.advance(49).is_err());
+        p.advance(48).unwrap();
+        assert!(p.is_empty());
+        p.truncate(10);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn split_gives_meta_and_data() {
+        let mut pool = BufferPool::new(PoolConfig::default()).unwrap();
+        let bi = pool.alloc_with(&[1, 2, 3]).unwrap();
+        let mut p = pool.packet_mut(bi);
+        let (m, d) = p.split();
+        m.opaque = d[2] as u32;
+        d[0] = 9;
+        assert_eq!(p.meta().opaque, 3);
+        assert_eq!(p.as_packet().data(), &[9, 2, 3]);
+    }
+}

@@ -1,0 +1,359 @@
+//! [`Context`]: what a node sees while it processes a vector.
+//!
+//! The context gives a node its packets (through the buffer pool), its settings (vector
+//! size, prefetch distance, sub-batch size) and the ways to send packets on:
+//!
+//! | call | moves | cost |
+//! |---|---|---|
+//! | [`Context::process_packets`] | runs a per-packet function in a prefetching 4/2/1 loop, then enqueues the whole frame | one call per vector |
+//! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
+//! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
+//! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
+//! | [`Context::enqueue`], [`Context::drop_buffer`] | one packet | slow path |
+//!
+//! See [`Node`](crate::Node) for a complete node.
+
+use crate::loops;
+use crate::node::{ErrorReason, Next, Node, Verdict};
+use crate::runtime::Runtime;
+use crate::Frame;
+use pktvec_packet::{BufferPool, MetaFlags, Packet, PacketMut};
+use std::marker::PhantomData;
+
+/// Largest sub-batch size `b` of the two-phase loop.
+pub const MAX_SUB_BATCH: usize = 256;
+
+/// The view a node has of the graph while it runs.
+pub struct Context<'a, N: Node + ?Sized> {
+    rt: &'a mut Runtime,
+    /// Node id of each arc; one more entry at the end: the drop node.
+    arcs: &'a [u32],
+    node: u32,
+    error_base: u16,
+    is_input: bool,
+    emitted: u64,
+    _node: PhantomData<fn(&N)>,
+}
+
+impl<'a, N: Node + ?Sized> Context<'a, N> {
+    pub(crate) fn new(
+        rt: &'a mut Runtime,
+        arcs: &'a [u32],
+        node: u32,
+        error_base: u16,
+        is_input: bool,
+    ) -> Self {
+        Context {
+            rt,
+            arcs,
+            node,
+            error_base,
+            is_input,
+            emitted: 0,
+            _node: PhantomData,
+        }
+    }
+
+    pub(crate) fn emitted(&self) -> u64 {
+        self.emitted
+    }
+
+    /// The buffer pool: packet bytes and metadata.
+    #[inline(always)]
+    pub fn pool(&self) -> &BufferPool {
+        &self.rt.pool
+    }
+
+    /// The buffer pool, writable.
+    #[inline(always)]
+    pub fn pool_mut(&mut self) -> &mut BufferPool {
+        &mut self.rt.pool
+    }
+
+    /// Read access to packet `bi`.
+    #[inline(always)]
+    pub fn packet(&self, bi: u32) -> Packet<'_> {
+        self.rt.pool.packet(bi)
+    }
+
+    /// Write access to packet `bi`.
+    #[inline(always)]
+    pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
+        self.rt.pool.packet_mut(bi)
+    }
+
+    /// The graph's vector size `V`: the most packets a node gets per call.
+    #[inline(always)]
+    pub fn vector_size(&self) -> usize {
+        self.rt.cfg.vector_size
+    }
+
+    /// How many packets ahead the loop helpers prefetch (0 = no prefetch).
+    #[inline(always)]
+    pub fn prefetch_distance(&self) -> usize {
+        self.rt.cfg.prefetch_distance
+    }
+
+    /// Sub-batch size `b` of the two-phase loop.
+    #[inline(always)]
+    pub fn sub_batch(&self) -> usize {
+        self.rt.cfg.sub_batch.clamp(1, MAX_SUB_BATCH)
+    }
+
+    /// This node's id in the graph.
+    #[inline(always)]
+    pub fn node_id(&self) -> u32 {
+        self.node
+    }
+
+    /// Graph-wide error index of one of this node's drop reasons (what
+    /// [`BufferMeta::error`](pktvec_packet::BufferMeta::error) holds for a packet dropped
+    /// with it).
+    #[inline(always)]
+    pub fn error_index(&self, reason: N::Error) -> u16 {
+        self.error_base + 1 + reason.index()
+    }
+
+    #[inline(always)]
+    fn drop_arc(&self) -> u16 {
+        (self.arcs.len() - 1) as u16
+    }
+
+    /// Node id of an arc; an arc index the node does not have leads to the drop node and
+    /// marks the packets with this node's "invalid next arc" error.
+    #[inline(always)]
+    fn target(&mut self, arc: u16, bis: &[u32]) -> u32 {
+        match self.arcs.get(arc as usize) {
+            Some(&t) => t,
+            None => {
+                let e = self.error_base;
+                for &bi in bis {
+                    self.rt.pool.meta_mut(bi).error = e;
+                }
+                self.rt.drop_node
+            }
+        }
+    }
+
+    /// Work done on every packet that leaves this node: trace marking for input nodes,
+    /// capture taps, and the emitted count.
+    #[inline(always)]
+    fn leaving(&mut self, bis: &[u32]) {
+        self.emitted += bis.len() as u64;
+        if self.is_input && self.rt.trace.budget > 0 {
+            self.mark_traced(bis);
+        }
+        if self.rt.any_tap {
+            let rt = &mut *self.rt;
+            if let Some(tap) = rt.taps[self.node as usize].as_mut() {
+                tap.write(&rt.pool, bis);
+            }
+        }
+    }
+
+    #[cold]
+    fn mark_traced(&mut self, bis: &[u32]) {
+        for &bi in bis {
+            if self.rt.trace.budget == 0 {
+                break;
+            }
+            let idx = self.rt.trace.start_packet(bi);
+            let m = self.rt.pool.meta_mut(bi);
+            m.flags.insert(MetaFlags::TRACED);
+            m.trace_index = idx;
+        }
+    }
+
+    /// Sends every packet of `frame` to the arc in its next slot
+    /// ([`Frame::nexts_mut`]), in bulk: runs of packets going to the same arc are copied
+    /// at once, and when all go to one arc whose node has nothing pending, the frame is
+    /// handed over without copying. The frame is empty afterwards.
+    #[inline]
+    pub fn enqueue_frame(&mut self, frame: &mut Frame) {
+        let n = frame.bufs.len();
+        if n == 0 {
+            return;
+        }
+        let nexts = &frame.nexts[..n];
+        let first = nexts[0];
+        if nexts.iter().all(|&x| x == first) {
+            self.move_frame(frame, first);
+            return;
+        }
+        self.leaving_frame(frame);
+        let mut i = 0;
+        while i < n {
+            let arc = frame.nexts[i];
+            let mut j = i + 1;
+            while j < n && frame.nexts[j] == arc {
+                j += 1;
+            }
+            let run = &frame.bufs[i..j];
+            let t = self.target(arc, run);
+            self.rt.push(t, run);
+            i = j;
+        }
+        frame.bufs.clear();
+    }
+
+    #[inline(always)]
+    fn leaving_frame(&mut self, frame: &Frame) {
+        // `leaving` needs `&mut self` and the indices; the frame is not part of `self`.
+        self.leaving(&frame.bufs);
+    }
+
+    /// Sends the whole frame on one arc. O(1) when the next node has nothing pending (the
+    /// vectors are swapped, as rte_graph's stream move); a bulk copy otherwise.
+    #[inline]
+    pub fn enqueue_all(&mut self, frame: &mut Frame, next: N::Next) {
+        if !frame.bufs.is_empty() {
+            self.move_frame(frame, next.index());
+        }
+    }
+
+    #[inline(always)]
+    fn move_frame(&mut self, frame: &mut Frame, arc: u16) {
+        self.leaving_frame(frame);
+        let t = self.target(arc, &frame.bufs);
+        let pending = &mut self.rt.pending[t as usize];
+        if pending.is_empty() {
+            std::mem::swap(pending, &mut frame.bufs);
+        } else {
+            pending.extend_from_slice(&frame.bufs);
+            frame.bufs.clear();
+        }
+        self.rt.schedule(t);
+    }
+
+    /// Sends one packet on an arc (slow path: prefer the whole-frame calls).
+    #[inline]
+    pub fn enqueue(&mut self, bi: u32, next: N::Next) {
+        self.leaving(std::slice::from_ref(&bi));
+        let t = self.target(next.index(), std::slice::from_ref(&bi));
+        self.rt.push_one(t, bi);
+    }
+
+    /// Drops one packet with a reason (slow path).
+    #[inline]
+    pub fn drop_buffer(&mut self, bi: u32, reason: N::Error) {
+        self.rt.pool.meta_mut(bi).error = self.error_index(reason);
+        self.leaving(std::slice::from_ref(&bi));
+        let d = self.rt.drop_node;
+        self.rt.push_one(d, bi);
+    }
+
+    /// Drops every packet of the frame with one reason.
+    #[inline]
+    pub fn drop_frame(&mut self, frame: &mut Frame, reason: N::Error) {
+        let e = self.error_index(reason);
+        for &bi in &frame.bufs {
+            self.rt.pool.meta_mut(bi).error = e;
+        }
+        let d = self.drop_arc();
+        self.move_frame(frame, d);
+    }
+
+    /// Frees every buffer of the frame (for sinks). Returns how many were freed.
+    #[inline]
+    pub fn free_frame(&mut self, frame: &mut Frame) -> usize {
+        let n = self.rt.pool.free_bulk(&frame.bufs);
+        frame.bufs.clear();
+        n
+    }
+
+    /// Allocates up to `n` buffers (bounded by the frame's room) and appends them to the
+    /// frame; returns how many it got (fewer when the pool runs low). For input nodes.
+    #[inline]
+    pub fn alloc_into(&mut self, frame: &mut Frame, n: usize) -> usize {
+        let want = n.min(frame.room());
+        let start = frame.bufs.len();
+        frame.bufs.resize(start + want, 0);
+        let got = self.rt.pool.alloc_bulk(&mut frame.bufs[start..]);
+        frame.bufs.truncate(start + got);
+        got
+    }
+
+    /// Runs `f` on every packet of the frame and sends each where `f` says, then enqueues
+    /// the whole frame in bulk. The loop is VPP's quad/dual/single loop: it prefetches the
+    /// metadata and first data line of the packets
+    /// [`prefetch_distance`](Self::prefetch_distance) ahead.
+    #[inline(always)]
+    pub fn process_packets<F>(&mut self, frame: &mut Frame, mut f: F)
+    where
+        F: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
+    {
+        let d = self.rt.cfg.prefetch_distance;
+        let drop_arc = self.drop_arc();
+        let base = self.error_base + 1;
+        let n = frame.bufs.len();
+        let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
+        loops::quad_loop(
+            &mut self.rt.pool,
+            bufs,
+            d,
+            |pool, bi| pool.prefetch(bi),
+            |pool, i, bi| {
+                let mut p = pool.packet_mut(bi);
+                nexts[i] = match f(&mut p) {
+                    Verdict::Next(x) => x.index(),
+                    Verdict::Drop(e) => {
+                        p.meta_mut().error = base + e.index();
+                        drop_arc
+                    }
+                };
+            },
+        );
+        self.enqueue_frame(frame);
+    }
+
+    /// Two-phase processing for table lookups (seed 000, Algorithm 1): for each sub-batch
+    /// of [`sub_batch`](Self::sub_batch) packets, `key` extracts the lookup key of every
+    /// packet (and should prefetch its table bucket), then `lookup` finishes each packet
+    /// with its key, by which time the buckets are on their way to the cache. The headers of
+    /// the next sub-batch are prefetched during the first phase. Then the frame is enqueued.
+    #[inline(always)]
+    pub fn process_sub_batches<K, FK, FL>(&mut self, frame: &mut Frame, mut key: FK, mut lookup: FL)
+    where
+        K: Copy + Default,
+        FK: FnMut(Packet<'_>) -> K,
+        FL: FnMut(&mut PacketMut<'_>, K) -> Verdict<N::Next, N::Error>,
+    {
+        let b = self.sub_batch();
+        let drop_arc = self.drop_arc();
+        let base = self.error_base + 1;
+        let n = frame.bufs.len();
+        let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
+        loops::two_phase::<K, _>(
+            &mut self.rt.pool,
+            bufs,
+            b,
+            |pool, _i, bi| key(pool.packet(bi)),
+            |pool, bi| pool.prefetch(bi),
+            |pool, i, bi, k| {
+                let mut p = pool.packet_mut(bi);
+                nexts[i] = match lookup(&mut p, k) {
+                    Verdict::Next(x) => x.index(),
+                    Verdict::Drop(e) => {
+                        p.meta_mut().error = base + e.index();
+                        drop_arc
+                    }
+                };
+            },
+        );
+        self.enqueue_frame(frame);
+    }
+
+    /// Counts each packet of the frame under its error index (for the drop node).
+    pub(crate) fn count_drops(&mut self, frame: &Frame) {
+        let counts = &mut self.rt.error_counts;
+        for &bi in &frame.bufs {
+            let e = self.rt.pool.meta(bi).error as usize;
+            let e = if e < counts.len() {
+                e
+            } else {
+                crate::runtime::ERROR_UNSPECIFIED as usize
+            };
+            counts[e] += 1;
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! [`Graph`]: the built graph and its dispatcher.
+//!
+//! One call of [`Graph::run_once`] is one turn of VPP's main loop: every input node is
+//! polled once, then nodes with pending packets run, oldest first, until nothing is pending.
+//! A node is called with at most `V` packets; if more are pending (fan-in, cycles), the rest
+//! stay pending and the node runs again: nothing is dropped for lack of room.
+//!
+//! The dispatcher reads the cycle counter once per node call and charges the difference
+//! since the previous read to the node, as VPP does.
+
+use crate::capture::{CaptureError, Tap};
+use crate::context::Context;
+use crate::frame::Frame;
+use crate::node::{Node, NodeKind};
+use crate::runtime::Runtime;
+use crate::stats::{Conservation, ErrorRow, ErrorTable, NodeStats, RuntimeTable};
+use crate::trace::Trace;
+use crate::{clock, GraphConfig, GraphError};
+use pktvec_packet::{BufferPool, MetaFlags, Packet};
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::path::Path;
+
+/// Object-safe face of [`Node`]: the one dynamic call per vector.
+pub(crate) trait DynNode: Send {
+    fn process_dyn(
+        &mut self,
+        rt: &mut Runtime,
+        arcs: &[u32],
+        id: u32,
+        error_base: u16,
+        is_input: bool,
+        frame: &mut Frame,
+    ) -> u64;
+    fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String);
+}
+
+impl<N: Node> DynNode for N {
+    #[inline]
+    fn process_dyn(
+        &mut self,
+        rt: &mut Runtime,
+        arcs: &[u32],
+        id: u32,
+        error_base: u16,
+        is_input: bool,
+        frame: &mut Frame,
+    ) -> u64 {
+        let mut cx = Context::<N>::new(rt, arcs, id, error_base, is_input);
+        self.process(&mut cx, frame);
+        cx.emitted()
+    }
+
+    fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String) {
+        self.format_trace(pkt, out)
+    }
+}
+
+pub(crate) struct NodeSlot {
+    pub name: String,
+    pub kind: NodeKind,
+    pub node: Box<dyn DynNode>,
+    pub arcs: Range<usize>,
+    pub arc_names: &'static [&'static str],
+    pub error_base: u16,
+}
+
+/// A built graph: nodes, arcs, the buffer pool and the runtime counters of one worker.
+pub struct Graph {
+    slots: Vec<NodeSlot>,
+    arcs: Vec<u32>,
+    inputs: Vec<u32>,
+    sinks: Vec<u32>,
+    stats: Vec<NodeStats>,
+    error_names: Vec<(String, String)>,
+    spare: Frame,
+    rt: Runtime,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("nodes", &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field("config", &self.rt.cfg)
+            .field("pool", &self.rt.pool)
+            .finish()
+    }
+}
+
+impl Graph {
+    pub(crate) fn new(
+        cfg: GraphConfig,
+        slots: Vec<NodeSlot>,
+        arcs: Vec<u32>,
+        error_names: Vec<(String, String)>,
+        drop_node: u32,
+        pool: BufferPool,
+    ) -> Graph {
+        let n = slots.len();
+        let cap = pending_capacity(cfg.vector_size);
+        let inputs = (0..n as u32)
+            .filter(|&i| slots[i as usize].kind == NodeKind::Input)
+            .collect();
+        let sinks = (0..n as u32)
+            .filter(|&i| slots[i as usize].kind == NodeKind::Sink && i != drop_node)
+            .collect();
+        Graph {
+            arcs,
+            inputs,
+            sinks,
+            stats: vec![NodeStats::default(); n],
+            spare: Frame::with_capacity(cfg.vector_size),
+            rt: Runtime {
+                pool,
+                pending: (0..n).map(|_| Vec::with_capacity(cap)).collect(),
+                scheduled: vec![false; n],
+                ready: VecDeque::with_capacity(n + 1),
+                error_counts: vec![0; error_names.len()],
+                drop_node,
+                cfg,
+                trace: Trace::default(),
+                taps: (0..n).map(|_| None).collect(),
+                any_tap: false,
+                injected: 0,
+            },
+            error_names,
+            slots,
+        }
+    }
+
+    /// The buffer pool.
+    pub fn pool(&self) -> &BufferPool {
+        &self.rt.pool
+    }
+
+    /// The buffer pool, writable (to allocate packets to [`inject`](Self::inject)).
+    pub fn pool_mut(&mut self) -> &mut BufferPool {
+        &mut self.rt.pool
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &GraphConfig {
+        &self.rt.cfg
+    }
+
+    /// Changes the vector size `V` (1..=[`MAX_VECTOR_SIZE`](crate::MAX_VECTOR_SIZE)).
+    /// Growing it reserves memory once.
+    pub fn set_vector_size(&mut self, v: usize) -> Result<(), GraphError> {
+        let cfg = GraphConfig {
+            vector_size: v,
+            ..self.rt.cfg.clone()
+        };
+        cfg.validate()?;
+        self.rt.cfg.vector_size = v;
+        self.spare.set_limit(v);
+        let cap = pending_capacity(v);
+        for p in &mut self.rt.pending {
+            if p.capacity() < cap {
+                p.reserve(cap - p.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the prefetch distance of the loop helpers (0 = no prefetch).
+    pub fn set_prefetch_distance(&mut self, d: usize) {
+        self.rt.cfg.prefetch_distance = d;
+    }
+
+    /// Changes the sub-batch size `b` of the two-phase loop (clamped to
+    /// 1..=[`MAX_SUB_BATCH`](crate::MAX_SUB_BATCH) when used).
+    pub fn set_sub_batch(&mut self, b: usize) {
+        self.rt.cfg.sub_batch = b;
+    }
+
+    /// Number of nodes (the drop node included).
+    pub fn node_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Id of the node with this name.
+    pub fn node_id(&self, name: &str) -> Option<u32> {
+        self.slots.iter().position(|s| s.name == name).map(|i| i as u32)
+    }
+
+    /// Name of node `id`.
+    pub fn node_name(&self, id: u32) -> Option<&str> {
+        self.slots.get(id as usize).map(|s| s.name.as_str())
+    }
+
+    /// Names of the nodes node `id`'s arcs lead to, in arc order (the implicit drop arc
+    /// last).
+    pub fn next_names(&self, id: u32) -> Vec<&str> {
+        self.slots
+            .get(id as usize)
+            .map(|s| {
+                self.arcs[s.arcs.clone()]
+                    .iter()
+                    .map(|&t| self.slots[t as usize].name.as_str())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Puts allocated buffers into node `node`'s pending vector (for packets that come from
+    /// outside any input node). They count as graph input. Returns false if `node` is not
+    /// a node that takes packets.
+    pub fn inject(&mut self, node: u32, bis: &[u32]) -> bool {
+        match self.slots.get(node as usize) {
+            Some(s) if s.kind != NodeKind::Input => {
+                self.rt.injected += bis.len() as u64;
+                self.rt.push(node, bis);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// One turn of the main loop: polls every input node once, then runs pending nodes
+    /// until none has packets (or [`GraphConfig::max_calls_per_run`] calls were made; the
+    /// rest then waits for the next turn). Returns the packets the input nodes produced.
+    pub fn run_once(&mut self) -> u64 {
+        let mut t = clock::now();
+        let mut produced = 0;
+        for k in 0..self.inputs.len() {
+            let id = self.inputs[k];
+            let n = self.call_input(id);
+            let now = clock::now();
+            let s = &mut self.stats[id as usize];
+            s.calls += 1;
+            s.vectors += (n > 0) as u64;
+            s.packets += n;
+            s.cycles += now - t;
+            t = now;
+            produced += n;
+        }
+        self.drain(t);
+        produced
+    }
+
+    /// Runs pending nodes without polling the input nodes (after [`inject`](Self::inject)).
+    pub fn dispatch_pending(&mut self) {
+        self.drain(clock::now());
+    }
+
+    /// Calls [`run_once`](Self::run_once) until the input nodes produce nothing and nothing
+    /// is pending. Returns the packets produced.
+    pub fn run_until_idle(&mut self) -> u64 {
+        let mut total = 0;
+        loop {
+            let n = self.run_once();
+            total += n;
+            if n == 0 && self.rt.ready.is_empty() {
+                return total;
+            }
+        }
+    }
+
+    fn drain(&mut self, mut t: u64) {
+        let mut budget = self.rt.cfg.max_calls_per_run;
+        while let Some(id) = self.rt.ready.pop_front() {
+            self.rt.scheduled[id as usize] = false;
+            let n = self.call_pending(id);
+            let now = clock::now();
+            let s = &mut self.stats[id as usize];
+            s.calls += 1;
+            s.vectors += 1;
+            s.packets += n;
+            s.cycles += now - t;
+            t = now;
+            budget -= 1;
+            if budget == 0 {
+                break;
+            }
+        }
+    }
+
+    #[inline]
+    fn call_input(&mut self, id: u32) -> u64 {
+        let mut frame = std::mem::take(&mut self.spare);
+        let slot = &mut self.slots[id as usize];
+        let emitted = slot.node.process_dyn(
+            &mut self.rt,
+            &self.arcs[slot.arcs.clone()],
+            id,
+            slot.error_base,
+            true,
+            &mut frame,
+        );
+        frame.bufs.clear();
+        self.spare = frame;
+        if !self.rt.trace.just_marked.is_empty() {
+            self.record_marked(id);
+        }
+        emitted
+    }
+
+    #[inline]
+    fn call_pending(&mut self, id: u32) -> u64 {
+        let v = self.rt.cfg.vector_size;
+        let mut frame = std::mem::take(&mut self.spare);
+        let pending = &mut self.rt.pending[id as usize];
+        if pending.len() <= v {
+            std::mem::swap(&mut frame.bufs, pending);
+        } else {
+            // More than one vector waits: take the oldest V, keep the rest for later.
+            frame.bufs.extend_from_slice(&pending[..v]);
+            pending.drain(..v);
+            self.rt.schedule(id);
+        }
+        let n = frame.bufs.len() as u64;
+        if self.rt.trace.active {
+            self.record_entry(id, &frame);
+        }
+        let slot = &mut self.slots[id as usize];
+        slot.node.process_dyn(
+            &mut self.rt,
+            &self.arcs[slot.arcs.clone()],
+            id,
+            slot.error_base,
+            false,
+            &mut frame,
+        );
+        frame.bufs.clear();
+        self.spare = frame;
+        n
+    }
+
+    #[cold]
+    fn record_entry(&mut self, id: u32, frame: &Frame) {
+        let slot = &self.slots[id as usize];
+        for &bi in frame.buffers() {
+            let p = self.rt.pool.packet(bi);
+            if p.meta().flags.contains(MetaFlags::TRACED) {
+                let mut text = String::new();
+                slot.node.format_trace_dyn(p, &mut text);
+                let idx = p.meta().trace_index;
+                self.rt.trace.record(idx, &slot.name, text);
+            }
+        }
+    }
+
+    #[cold]
+    fn record_marked(&mut self, id: u32) {
+        let marked = std::mem::take(&mut self.rt.trace.just_marked);
+        let slot = &self.slots[id as usize];
+        for &bi in &marked {
+            let p = self.rt.pool.packet(bi);
+            let mut text = String::new();
+            slot.node.format_trace_dyn(p, &mut text);
+            let idx = p.meta().trace_index;
+            self.rt.trace.record(idx, &slot.name, text);
+        }
+    }
+
+    /// Traces the next `n` packets produced by input nodes (adds to any budget left).
+    pub fn trace_add(&mut self, n: usize) {
+        self.rt.trace.add(n);
+    }
+
+    /// The packet trace; `Display` prints it like VPP's `show trace`.
+    pub fn trace(&self) -> &Trace {
+        &self.rt.trace
+    }
+
+    /// Empties the trace and stops tracing.
+    pub fn trace_clear(&mut self) {
+        self.rt.trace.clear();
+    }
+
+    /// Starts copying the packets that node `node` sends on to a pcap file, at most
+    /// `max_packets` of them if given. Replaces a capture already running on the node.
+    pub fn capture_start(
+        &mut self,
+        node: &str,
+        path: impl AsRef<Path>,
+        max_packets: Option<u64>,
+    ) -> Result<(), CaptureError> {
+        let id = self
+            .node_id(node)
+            .ok_or_else(|| CaptureError::UnknownNode(node.to_string()))?;
+        let tap = Tap::create(path.as_ref(), max_packets)?;
+        if let Some(old) = self.rt.taps[id as usize].replace(tap) {
+            old.finish()?;
+        }
+        self.rt.any_tap = true;
+        Ok(())
+    }
+
+    /// Stops the capture on `node`, completes the file and returns the packets written.
+    pub fn capture_stop(&mut self, node: &str) -> Result<u64, CaptureError> {
+        let id = self
+            .node_id(node)
+            .ok_or_else(|| CaptureError::UnknownNode(node.to_string()))?;
+        let tap = self.rt.taps[id as usize]
+            .take()
+            .ok_or_else(|| CaptureError::NotCapturing(node.to_string()))?;
+        self.rt.any_tap = self.rt.taps.iter().any(Option::is_some);
+        tap.finish()
+    }
+
+    /// Raw counters of node `id`.
+    pub fn node_stats(&self, id: u32) -> Option<NodeStats> {
+        self.stats.get(id as usize).copied()
+    }
+
+    /// The runtime table (VPP's `show runtime`); `Display` prints it, serde serializes it.
+    pub fn runtime(&self) -> RuntimeTable {
+        let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
+        let kinds: Vec<NodeKind> = self.slots.iter().map(|s| s.kind).collect();
+        RuntimeTable::new(&names, &kinds, &self.stats, self.rt.cfg.vector_size)
+    }
+
+    /// Drop counters by node and reason (VPP's `show errors`).
+    pub fn errors(&self) -> ErrorTable {
+        ErrorTable {
+            rows: self
+                .rt
+                .error_counts
+                .iter()
+                .zip(&self.error_names)
+                .filter(|(&c, _)| c > 0)
+                .map(|(&count, (node, reason))| ErrorRow {
+                    count,
+                    node: node.clone(),
+                    reason: reason.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The (node, reason) of a graph-wide error index.
+    pub fn error_name(&self, index: u16) -> Option<(&str, &str)> {
+        self.error_names
+            .get(index as usize)
+            .map(|(n, r)| (n.as_str(), r.as_str()))
+    }
+
+    /// Packets in against packets out, dropped and in flight, since the last reset.
+    pub fn conservation(&self) -> Conservation {
+        let input = self
+            .inputs
+            .iter()
+            .map(|&i| self.stats[i as usize].packets)
+            .sum::<u64>()
+            + self.rt.injected;
+        let output = self
+            .sinks
+            .iter()
+            .map(|&i| self.stats[i as usize].packets)
+            .sum();
+        Conservation {
+            input,
+            output,
+            dropped: self.stats[self.rt.drop_node as usize].packets,
+            dropped_by_reason: self.rt.error_counts.iter().sum(),
+            in_flight: self.rt.in_flight(),
+            buffers_in_use: self.rt.pool.in_use() as u64,
+        }
+    }
+
+    /// Zeroes the runtime counters, the error counters and the injected count.
+    pub fn reset_stats(&mut self) {
+        self.stats.iter_mut().for_each(|s| *s = NodeStats::default());
+        self.rt.error_counts.iter_mut().for_each(|c| *c = 0);
+        self.rt.injected = 0;
+    }
+}
+
+/// Initial capacity of each pending vector: room for several vectors of fan-in before the
+/// first growth.
+fn pending_capacity(v: usize) -> usize {
+    (4 * v).max(64)
+}

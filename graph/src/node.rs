@@ -1,0 +1,201 @@
+//! The [`Node`] trait, typed next arcs ([`Next`]) and drop reasons ([`ErrorReason`]).
+//!
+//! A node is called once per vector. Its next arcs are a small enum whose variants name the
+//! node each arc leads to by default; its drop reasons are another enum. Both are declared
+//! with the [`next_nodes!`](crate::next_nodes) and [`node_errors!`](crate::node_errors)
+//! macros and resolved to node ids when the graph is built.
+//!
+//! ```
+//! use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
+//!
+//! next_nodes! {
+//!     /// Where `short-filter` sends packets.
+//!     pub enum FilterNext { Out = "out" }
+//! }
+//! node_errors! {
+//!     /// Why `short-filter` drops packets.
+//!     pub enum FilterError { TooShort = "packet shorter than 60 bytes" }
+//! }
+//!
+//! /// Drops packets shorter than a minimum Ethernet frame.
+//! struct ShortFilter;
+//!
+//! impl Node for ShortFilter {
+//!     type Next = FilterNext;
+//!     type Error = FilterError;
+//!     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+//!         cx.process_packets(frame, |pkt| {
+//!             if pkt.len() < 60 {
+//!                 Verdict::Drop(FilterError::TooShort)
+//!             } else {
+//!                 Verdict::Next(FilterNext::Out)
+//!             }
+//!         });
+//!     }
+//! }
+//! ```
+
+use crate::context::Context;
+use crate::frame::Frame;
+use pktvec_packet::Packet;
+use std::fmt::Write as _;
+
+/// What role a node plays in the graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKind {
+    /// Polled once per [`Graph::run_once`](crate::Graph::run_once) with an empty frame to
+    /// fill (an rx queue, a file, a generator).
+    Input,
+    /// Called when packets are pending for it; must send each packet on.
+    Internal,
+    /// Consumes packets (transmits or frees them); needs no next arc.
+    Sink,
+}
+
+/// The next arcs of a node: a fieldless enum, one variant per arc.
+///
+/// Implement it with [`next_nodes!`](crate::next_nodes).
+pub trait Next: Copy + Eq + Send + 'static {
+    /// Default target node name of each arc, in arc index order.
+    const TARGETS: &'static [&'static str];
+    /// Variant names, in arc index order (for messages).
+    const NAMES: &'static [&'static str];
+    /// Arc index of this variant.
+    fn index(self) -> u16;
+}
+
+/// The drop reasons of a node: a fieldless enum, one variant per reason.
+///
+/// Implement it with [`node_errors!`](crate::node_errors).
+pub trait ErrorReason: Copy + Eq + Send + 'static {
+    /// Human-readable reason of each variant, in index order (shown by `show errors`).
+    const REASONS: &'static [&'static str];
+    /// Index of this variant.
+    fn index(self) -> u16;
+}
+
+/// Next arcs of a node that has none (a [`NodeKind::Sink`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoNext {}
+
+impl Next for NoNext {
+    const TARGETS: &'static [&'static str] = &[];
+    const NAMES: &'static [&'static str] = &[];
+    fn index(self) -> u16 {
+        match self {}
+    }
+}
+
+/// Drop reasons of a node that never drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoError {}
+
+impl ErrorReason for NoError {
+    const REASONS: &'static [&'static str] = &[];
+    fn index(self) -> u16 {
+        match self {}
+    }
+}
+
+/// What a per-packet function decides for one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict<N, E> {
+    /// Send the packet on this arc.
+    Next(N),
+    /// Drop the packet, counting this reason.
+    Drop(E),
+}
+
+/// A graph node: called once per vector of packets.
+///
+/// `process` must dispose of every packet of `frame`: enqueue it to a next node (usually
+/// all at once with [`Context::process_packets`] or [`Context::enqueue_frame`]), drop it
+/// with a reason, or, for a [`NodeKind::Sink`], free or transmit it. Packets left in the
+/// frame when `process` returns are lost to the graph (tests catch that as a conservation
+/// failure).
+pub trait Node: Send + 'static {
+    /// The node's next arcs.
+    type Next: Next;
+    /// The node's drop reasons.
+    type Error: ErrorReason;
+    /// The node's role; most nodes are [`NodeKind::Internal`].
+    const KIND: NodeKind = NodeKind::Internal;
+
+    /// Processes one vector. For an input node the frame starts empty and the node fills it
+    /// (up to [`Context::vector_size`]) before enqueueing it.
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame);
+
+    /// Writes this node's trace line for one traced packet, as it enters the node.
+    /// The default prints the length and the first 32 bytes.
+    fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
+        let data = pkt.data();
+        let _ = write!(out, "len {}:", data.len());
+        for b in data.iter().take(32) {
+            let _ = write!(out, " {b:02x}");
+        }
+        if data.len() > 32 {
+            out.push_str(" ...");
+        }
+    }
+}
+
+/// Declares a node's next arcs: a `#[repr(u16)]` enum whose variants name the node each arc
+/// leads to by default (change a target with
+/// [`GraphBuilder::set_next`](crate::GraphBuilder::set_next)).
+///
+/// ```
+/// pktvec_graph::next_nodes! {
+///     /// Arcs of ip4-input.
+///     pub enum Ip4InputNext {
+///         /// Good packets.
+///         Lookup = "ip4-lookup",
+///         /// Packets for us.
+///         Local = "ip4-local",
+///     }
+/// }
+/// use pktvec_graph::Next;
+/// assert_eq!(Ip4InputNext::Local.index(), 1);
+/// assert_eq!(Ip4InputNext::TARGETS, &["ip4-lookup", "ip4-local"]);
+/// ```
+#[macro_export]
+macro_rules! next_nodes {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $var:ident = $target:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        $vis enum $name { $($(#[$vm])* $var),+ }
+        impl $crate::Next for $name {
+            const TARGETS: &'static [&'static str] = &[$($target),+];
+            const NAMES: &'static [&'static str] = &[$(stringify!($var)),+];
+            #[inline(always)]
+            fn index(self) -> u16 { self as u16 }
+        }
+    };
+}
+
+/// Declares a node's drop reasons: a `#[repr(u16)]` enum whose variants carry the text
+/// shown in the error counters.
+///
+/// ```
+/// pktvec_graph::node_errors! {
+///     /// Why ip4-input drops.
+///     pub enum Ip4Error { BadChecksum = "bad header checksum", TtlExpired = "ttl expired" }
+/// }
+/// use pktvec_graph::ErrorReason;
+/// assert_eq!(Ip4Error::TtlExpired.index(), 1);
+/// ```
+#[macro_export]
+macro_rules! node_errors {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $var:ident = $reason:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        $vis enum $name { $($(#[$vm])* $var),+ }
+        impl $crate::ErrorReason for $name {
+            const REASONS: &'static [&'static str] = &[$($reason),+];
+            #[inline(always)]
+            fn index(self) -> u16 { self as u16 }
+        }
+    };
+}

@@ -1,0 +1,39 @@
+//! # pktvec
+//!
+//! Vector packet processing in the style of FD.io VPP: a graph of nodes processes vectors
+//! of buffer indices with 4/2/1-wide prefetching loops.
+//!
+//! This crate is the facade: it re-exports the member crates.
+//!
+//! | module | crate | holds |
+//! |---|---|---|
+//! | [`packet`] | `pktvec-packet` | buffer pool, per-buffer metadata, zero-copy header views, packet builder |
+//! | [`graph`] | `pktvec-graph` | nodes, frames, graph builder, dispatcher, loop helpers, runtime stats, trace, capture |
+//!
+//! ```
+//! use pktvec::prelude::*;
+//!
+//! let mut b = GraphBuilder::new(GraphConfig::default());
+//! b.add("source", PacketSource::new(vec![vec![0u8; 64]]).with_limit(512));
+//! b.add("tx", NullSink);
+//! b.set_next("source", SourceNext::Out, "tx");
+//! let mut graph = b.build(BufferPool::new(PoolConfig::default())?)?;
+//! graph.run_until_idle();
+//! assert_eq!(graph.runtime().row("tx").unwrap().packets, 512);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub use pktvec_graph as graph;
+pub use pktvec_packet as packet;
+
+/// The names most programs need.
+pub mod prelude {
+    pub use pktvec_graph::builtin::{DropNode, NullSink, PacketSource, SourceNext};
+    pub use pktvec_graph::{
+        next_nodes, node_errors, Context, ErrorReason, Frame, Graph, GraphBuilder, GraphConfig,
+        Next, NoError, NoNext, Node, NodeKind, Verdict,
+    };
+    pub use pktvec_packet::builder::PacketBuilder;
+    pub use pktvec_packet::{BufferMeta, BufferPool, Packet, PacketMut, PoolConfig};
+}
