@@ -231,6 +231,13 @@ impl GraphBuilder {
                 }
             }
         }
-        Ok(Graph::new(self.cfg, slots, arcs, error_names, drop_id, pool))
+        Ok(Graph::new(
+            self.cfg,
+            slots,
+            arcs,
+            error_names,
+            drop_id,
+            pool,
+        ))
     }
 }

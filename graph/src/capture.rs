@@ -87,8 +87,12 @@ impl Tap {
 
     /// Writes the packets `bis` (until the packet limit or the first write error).
     pub(crate) fn write(&mut self, pool: &BufferPool, bis: &[u32]) {
-        let Some(w) = self.writer.as_mut() else { return };
-        let ts = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         for &bi in bis {
             if self.remaining == Some(0) {
                 return;

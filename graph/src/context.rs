@@ -17,7 +17,7 @@ use crate::loops;
 use crate::node::{ErrorReason, Next, Node, Verdict};
 use crate::runtime::Runtime;
 use crate::Frame;
-use pktvec_packet::{BufferPool, MetaFlags, Packet, PacketMut};
+use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut};
 use std::marker::PhantomData;
 
 /// Largest sub-batch size `b` of the two-phase loop.
@@ -112,6 +112,17 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     #[inline(always)]
     pub fn error_index(&self, reason: N::Error) -> u16 {
         self.error_base + 1 + reason.index()
+    }
+
+    /// The map from verdicts to next-slot values, for nodes that fill
+    /// [`Frame::nexts_mut`] themselves before [`enqueue_frame`](Self::enqueue_frame).
+    #[inline(always)]
+    pub fn verdict_map(&self) -> VerdictMap<N> {
+        VerdictMap {
+            drop_arc: self.drop_arc(),
+            error_base: self.error_base + 1,
+            _node: PhantomData,
+        }
     }
 
     #[inline(always)]
@@ -283,8 +294,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         F: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
     {
         let d = self.rt.cfg.prefetch_distance;
-        let drop_arc = self.drop_arc();
-        let base = self.error_base + 1;
+        let map = self.verdict_map();
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         loops::quad_loop(
@@ -294,13 +304,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             |pool, bi| pool.prefetch(bi),
             |pool, i, bi| {
                 let mut p = pool.packet_mut(bi);
-                nexts[i] = match f(&mut p) {
-                    Verdict::Next(x) => x.index(),
-                    Verdict::Drop(e) => {
-                        p.meta_mut().error = base + e.index();
-                        drop_arc
-                    }
-                };
+                let v = f(&mut p);
+                nexts[i] = map.slot(v, p.meta_mut());
             },
         );
         self.enqueue_frame(frame);
@@ -319,8 +324,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         FL: FnMut(&mut PacketMut<'_>, K) -> Verdict<N::Next, N::Error>,
     {
         let b = self.sub_batch();
-        let drop_arc = self.drop_arc();
-        let base = self.error_base + 1;
+        let map = self.verdict_map();
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         loops::two_phase::<K, _>(
@@ -331,13 +335,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             |pool, bi| pool.prefetch(bi),
             |pool, i, bi, k| {
                 let mut p = pool.packet_mut(bi);
-                nexts[i] = match lookup(&mut p, k) {
-                    Verdict::Next(x) => x.index(),
-                    Verdict::Drop(e) => {
-                        p.meta_mut().error = base + e.index();
-                        drop_arc
-                    }
-                };
+                let v = lookup(&mut p, k);
+                nexts[i] = map.slot(v, p.meta_mut());
             },
         );
         self.enqueue_frame(frame);
@@ -354,6 +353,55 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
                 crate::runtime::ERROR_UNSPECIFIED as usize
             };
             counts[e] += 1;
+        }
+    }
+}
+
+/// Turns a node's [`Verdict`]s into next-slot values (see [`Context::verdict_map`]).
+///
+/// ```
+/// # use pktvec_graph::*;
+/// # next_nodes! { pub enum MyNext { Out = "out" } }
+/// # node_errors! { pub enum MyError { Bad = "bad" } }
+/// struct Manual;
+/// impl Node for Manual {
+///     type Next = MyNext;
+///     type Error = MyError;
+///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+///         let map = cx.verdict_map();
+///         let (bufs, nexts) = frame.split_mut();
+///         for (slot, &bi) in nexts.iter_mut().zip(bufs) {
+///             let mut p = cx.packet_mut(bi);
+///             let v = if p.is_empty() { Verdict::Drop(MyError::Bad) } else { Verdict::Next(MyNext::Out) };
+///             *slot = map.slot(v, p.meta_mut());
+///         }
+///         cx.enqueue_frame(frame);
+///     }
+/// }
+/// ```
+pub struct VerdictMap<N: Node + ?Sized> {
+    drop_arc: u16,
+    error_base: u16,
+    _node: PhantomData<fn(&N)>,
+}
+
+impl<N: Node + ?Sized> Clone for VerdictMap<N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<N: Node + ?Sized> Copy for VerdictMap<N> {}
+
+impl<N: Node + ?Sized> VerdictMap<N> {
+    /// The next-slot value of a verdict; for a drop, also records the reason in `meta`.
+    #[inline(always)]
+    pub fn slot(self, v: Verdict<N::Next, N::Error>, meta: &mut BufferMeta) -> u16 {
+        match v {
+            Verdict::Next(x) => x.index(),
+            Verdict::Drop(e) => {
+                meta.error = self.error_base + e.index();
+                self.drop_arc
+            }
         }
     }
 }

@@ -80,7 +80,10 @@ pub struct Graph {
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Graph")
-            .field("nodes", &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "nodes",
+                &self.slots.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .field("config", &self.rt.cfg)
             .field("pool", &self.rt.pool)
             .finish()
@@ -180,7 +183,10 @@ impl Graph {
 
     /// Id of the node with this name.
     pub fn node_id(&self, name: &str) -> Option<u32> {
-        self.slots.iter().position(|s| s.name == name).map(|i| i as u32)
+        self.slots
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| i as u32)
     }
 
     /// Name of node `id`.
@@ -461,7 +467,9 @@ impl Graph {
 
     /// Zeroes the runtime counters, the error counters and the injected count.
     pub fn reset_stats(&mut self) {
-        self.stats.iter_mut().for_each(|s| *s = NodeStats::default());
+        self.stats
+            .iter_mut()
+            .for_each(|s| *s = NodeStats::default());
         self.rt.error_counts.iter_mut().for_each(|c| *c = 0);
         self.rt.injected = 0;
     }

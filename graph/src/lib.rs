@@ -88,7 +88,7 @@ pub mod trace;
 
 pub use builder::{GraphBuilder, GraphError};
 pub use capture::CaptureError;
-pub use context::{Context, MAX_SUB_BATCH};
+pub use context::{Context, VerdictMap, MAX_SUB_BATCH};
 pub use frame::Frame;
 pub use graph::Graph;
 pub use node::{ErrorReason, Next, NoError, NoNext, Node, NodeKind, Verdict};

@@ -155,7 +155,11 @@ mod tests {
                     f.sort_unstable();
                     let before = f.len();
                     f.dedup();
-                    assert_eq!(before, f.len(), "n={n} d={d}: an element was prefetched twice");
+                    assert_eq!(
+                        before,
+                        f.len(),
+                        "n={n} d={d}: an element was prefetched twice"
+                    );
                     assert_eq!(f, idx, "n={n} d={d}: every element is prefetched");
                 }
             }

@@ -256,7 +256,11 @@ impl fmt::Display for Conservation {
             self.dropped,
             self.dropped_by_reason,
             self.in_flight,
-            if self.is_balanced() { "balanced" } else { "NOT BALANCED" },
+            if self.is_balanced() {
+                "balanced"
+            } else {
+                "NOT BALANCED"
+            },
             self.buffers_in_use
         )
     }

@@ -116,9 +116,18 @@ impl fmt::Display for Trace {
         if self.packets.is_empty() {
             return writeln!(f, "No packets in trace buffer");
         }
-        let hz = if self.tsc_hz > 0.0 { self.tsc_hz } else { 1.0e9 };
+        let hz = if self.tsc_hz > 0.0 {
+            self.tsc_hz
+        } else {
+            1.0e9
+        };
         for (i, p) in self.packets.iter().enumerate() {
-            writeln!(f, "------------------- Packet {} (buffer {}) -------------------", i + 1, p.buffer)?;
+            writeln!(
+                f,
+                "------------------- Packet {} (buffer {}) -------------------",
+                i + 1,
+                p.buffer
+            )?;
             for r in &p.records {
                 let us = r.cycles as f64 / hz * 1.0e6;
                 let total_s = (us / 1.0e6) as u64;
