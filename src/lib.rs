@@ -24,6 +24,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod perf;
+
 pub use pktvec_graph as graph;
 pub use pktvec_packet as packet;
 

@@ -75,8 +75,8 @@ impl Trace {
     pub(crate) fn add(&mut self, n: usize) {
         if n > 0 {
             if !self.active {
-                self.t0 = crate::clock::now();
                 self.tsc_hz = crate::clock::tsc_hz();
+                self.t0 = crate::clock::now();
             }
             self.budget += n;
             self.active = true;

@@ -340,7 +340,11 @@ mod tests {
             let old = u32::from_be_bytes([data[12], data[13], data[14], data[15]]);
             let new = seed.wrapping_mul(0x9e37_79b9) ^ (seed << 7);
             data[12..16].copy_from_slice(&new.to_be_bytes());
-            assert_eq!(update_u32(old_csum, old, new), checksum(&data), "seed {seed}");
+            assert_eq!(
+                update_u32(old_csum, old, new),
+                checksum(&data),
+                "seed {seed}"
+            );
         }
     }
 }

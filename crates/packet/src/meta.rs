@@ -83,7 +83,12 @@ impl std::fmt::Debug for MetaFlags {
             }
         }
         if self.0 & 0xf000 != 0 {
-            write!(f, "{}user:{:#x}", if first { "" } else { "|" }, self.0 >> 12)?;
+            write!(
+                f,
+                "{}user:{:#x}",
+                if first { "" } else { "|" },
+                self.0 >> 12
+            )?;
         }
         write!(f, ")")
     }

@@ -236,7 +236,10 @@ mod tests {
         assert_eq!(p.tailroom(), 0);
         assert!(matches!(
             p.prepend(17),
-            Err(PacketError::NoHeadroom { wanted: 17, have: 16 })
+            Err(PacketError::NoHeadroom {
+                wanted: 17,
+                have: 16
+            })
         ));
         p.prepend(16).unwrap();
         assert_eq!((p.headroom(), p.len()), (0, 48));

@@ -250,10 +250,9 @@ impl BufferPool {
                 room: self.data_room() as usize,
             });
         }
-        let bi = self.alloc().ok_or(PoolError::Exhausted {
-            wanted: 1,
-            free: 0,
-        })?;
+        let bi = self
+            .alloc()
+            .ok_or(PoolError::Exhausted { wanted: 1, free: 0 })?;
         let mut p = self.packet_mut(bi);
         let dst = p
             .append(bytes.len())
@@ -429,7 +428,11 @@ mod tests {
         assert_eq!(p.alloc_failures(), 3);
         let mut all: Vec<u32> = a.iter().chain(&b[..3]).copied().collect();
         all.sort_unstable();
-        assert_eq!(all, (0..10).collect::<Vec<_>>(), "each buffer handed out once");
+        assert_eq!(
+            all,
+            (0..10).collect::<Vec<_>>(),
+            "each buffer handed out once"
+        );
         assert_eq!(p.free_bulk(&a), 7);
         assert_eq!(p.free_bulk(&b[..3]), 3);
         assert_eq!(p.free_count(), 10);
@@ -457,7 +460,11 @@ mod tests {
         }
         for (k, &bi) in idx.iter().enumerate() {
             assert!(p.data(bi).iter().all(|&x| x == k as u8));
-            assert_eq!(p.data(bi).as_ptr() as usize % 64, 0, "data start is line aligned");
+            assert_eq!(
+                p.data(bi).as_ptr() as usize % 64,
+                0,
+                "data start is line aligned"
+            );
             assert_eq!(p.meta(bi).data_offset, DEFAULT_HEADROOM);
         }
         assert_eq!(p.memory_bytes(), 8 * 64 + 8 * (128 + 2048));

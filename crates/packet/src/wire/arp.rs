@@ -258,7 +258,10 @@ mod tests {
         assert_eq!(a.protocol_type(), EtherType::IPV4);
         assert_eq!((a.hardware_len(), a.protocol_len()), (6, 4));
         assert_eq!(a.operation(), ArpOperation::REQUEST);
-        assert_eq!(a.sender_hw_addr(), MacAddr([0, 0x11, 0x22, 0x33, 0x44, 0x55]));
+        assert_eq!(
+            a.sender_hw_addr(),
+            MacAddr([0, 0x11, 0x22, 0x33, 0x44, 0x55])
+        );
         assert_eq!(a.sender_proto_addr(), Ipv4Addr::new(192, 168, 1, 100));
         assert_eq!(a.target_hw_addr(), MacAddr::ZERO);
         assert_eq!(a.target_proto_addr(), Ipv4Addr::new(192, 168, 1, 1));
@@ -269,7 +272,10 @@ mod tests {
     #[test]
     fn truncated_at_every_length() {
         for n in 0..28 {
-            assert_eq!(ArpPacket::new_checked(&REQ[..n]).err(), Some(WireError::Truncated));
+            assert_eq!(
+                ArpPacket::new_checked(&REQ[..n]).err(),
+                Some(WireError::Truncated)
+            );
         }
         let mut padded = REQ.to_vec();
         padded.resize(46, 0);
@@ -281,7 +287,11 @@ mod tests {
         for (i, v) in [(1, 6u8), (2, 0x86), (4, 8), (5, 16)] {
             let mut b = REQ;
             b[i] = v;
-            assert_eq!(ArpPacket::new_checked(&b[..]).err(), Some(WireError::Unsupported), "byte {i}");
+            assert_eq!(
+                ArpPacket::new_checked(&b[..]).err(),
+                Some(WireError::Unsupported),
+                "byte {i}"
+            );
         }
     }
 

@@ -72,8 +72,9 @@ impl MacAddr {
     /// `true` for `ff:ff:ff:ff:ff:ff`.
     #[inline]
     pub const fn is_broadcast(&self) -> bool {
-        u64::from_be_bytes([0, 0, self.0[0], self.0[1], self.0[2], self.0[3], self.0[4], self.0[5]])
-            == 0xffff_ffff_ffff
+        u64::from_be_bytes([
+            0, 0, self.0[0], self.0[1], self.0[2], self.0[3], self.0[4], self.0[5],
+        ]) == 0xffff_ffff_ffff
     }
 
     /// `true` if the group bit (I/G, least significant bit of the first
@@ -289,9 +290,19 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// Everything after the 14-byte header (including VLAN tags, if any).
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[EthernetFrame::HEADER_LEN..]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        let len = self.buffer.as_ref().len();
+        (EthernetFrame::HEADER_LEN.min(len), len)
     }
 }
+
+super::impl_into_payload!(EthernetFrame);
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     /// Sets the destination MAC address.
@@ -315,7 +326,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     /// Mutable payload (everything after the 14-byte header).
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[EthernetFrame::HEADER_LEN..]
+        let (s, e) = self.payload_range();
+        &mut self.buffer.as_mut()[s..e]
     }
 }
 
@@ -402,9 +414,19 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
     /// Everything after the tag.
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[VlanTag::HEADER_LEN..]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        let len = self.buffer.as_ref().len();
+        (VlanTag::HEADER_LEN.min(len), len)
     }
 }
+
+super::impl_into_payload!(VlanTag);
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
     /// Sets the raw tag control information.
@@ -443,7 +465,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
     /// Mutable payload (everything after the tag).
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[VlanTag::HEADER_LEN..]
+        let (s, e) = self.payload_range();
+        &mut self.buffer.as_mut()[s..e]
     }
 }
 
@@ -556,11 +579,21 @@ mod tests {
         assert_eq!(u.to_string(), "02:aa:bb:cc:dd:0e");
         assert_eq!(format!("{u:?}"), "MacAddr(02:aa:bb:cc:dd:0e)");
         assert_eq!("02-AA-bb-cc-dd-0e".parse::<MacAddr>(), Ok(u));
-        for bad in ["", "02:aa:bb:cc:dd", "02:aa:bb:cc:dd:0e:ff", "02:aa:bb:cc:dd:xx", "002:a:b:c:d:e", "::::::"] {
+        for bad in [
+            "",
+            "02:aa:bb:cc:dd",
+            "02:aa:bb:cc:dd:0e:ff",
+            "02:aa:bb:cc:dd:xx",
+            "002:a:b:c:d:e",
+            "::::::",
+        ] {
             assert_eq!(bad.parse::<MacAddr>(), Err(MacAddrParseError), "{bad}");
         }
         assert_eq!(MacAddr::from_slice(&[1, 2, 3, 4, 5]), None);
-        assert_eq!(MacAddr::from_slice(&[1, 2, 3, 4, 5, 6, 7]), Some(MacAddr([1, 2, 3, 4, 5, 6])));
+        assert_eq!(
+            MacAddr::from_slice(&[1, 2, 3, 4, 5, 6, 7]),
+            Some(MacAddr([1, 2, 3, 4, 5, 6]))
+        );
         assert_eq!(<[u8; 6]>::from(u), u.octets());
     }
 
@@ -586,7 +619,10 @@ mod tests {
     fn ethernet_truncated_at_every_length() {
         let f = frame(&[], 0x0800, 0);
         for n in 0..14 {
-            assert_eq!(EthernetFrame::new_checked(&f[..n]).err(), Some(WireError::Truncated));
+            assert_eq!(
+                EthernetFrame::new_checked(&f[..n]).err(),
+                Some(WireError::Truncated)
+            );
             assert_eq!(parse_l2(&f[..n]), Err(WireError::Truncated));
         }
         let e = EthernetFrame::new_checked(&f[..]).unwrap();
@@ -619,7 +655,10 @@ mod tests {
         t.set_vid(0x1234); // only 12 bits kept
         assert_eq!((t.pcp(), t.dei(), t.vid()), (2, false, 0x234));
         for n in 0..4 {
-            assert_eq!(VlanTag::new_checked(&[0u8; 4][..n]).err(), Some(WireError::Truncated));
+            assert_eq!(
+                VlanTag::new_checked(&[0u8; 4][..n]).err(),
+                Some(WireError::Truncated)
+            );
         }
         let mut buf = [0u8; 6];
         let mut t = VlanTag::new_checked(&mut buf[..]).unwrap();
@@ -634,7 +673,12 @@ mod tests {
         let l2 = parse_l2(&f).unwrap();
         assert_eq!(
             l2,
-            L2Info { ethertype: EtherType::ARP, l3_offset: 14, vlans: [0, 0], n_vlans: 0 }
+            L2Info {
+                ethertype: EtherType::ARP,
+                l3_offset: 14,
+                vlans: [0, 0],
+                n_vlans: 0
+            }
         );
         assert_eq!(l2.outer_vid(), None);
         assert_eq!(l2.inner_vid(), None);
@@ -644,12 +688,18 @@ mod tests {
     fn parse_single_and_double_tags() {
         let f = frame(&[(0x8100, 0xe00a)], 0x0800, 20);
         let l2 = parse_l2(&f).unwrap();
-        assert_eq!((l2.ethertype, l2.l3_offset, l2.n_vlans, l2.vlans), (EtherType::IPV4, 18, 1, [10, 0]));
+        assert_eq!(
+            (l2.ethertype, l2.l3_offset, l2.n_vlans, l2.vlans),
+            (EtherType::IPV4, 18, 1, [10, 0])
+        );
         assert_eq!((l2.outer_vid(), l2.inner_vid()), (Some(10), Some(10)));
         for outer in [0x88a8, 0x9100, 0x8100] {
             let f = frame(&[(outer, 0x0064), (0x8100, 0x0fff)], 0x86dd, 0);
             let l2 = parse_l2(&f).unwrap();
-            assert_eq!((l2.ethertype, l2.l3_offset, l2.n_vlans, l2.vlans), (EtherType::IPV6, 22, 2, [100, 4095]));
+            assert_eq!(
+                (l2.ethertype, l2.l3_offset, l2.n_vlans, l2.vlans),
+                (EtherType::IPV6, 22, 2, [100, 4095])
+            );
             assert_eq!((l2.outer_vid(), l2.inner_vid()), (Some(100), Some(4095)));
         }
     }

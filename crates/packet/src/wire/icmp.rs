@@ -204,8 +204,15 @@ macro_rules! icmp_common {
             /// Message body after the 8-byte header.
             #[inline]
             pub fn payload(&self) -> &[u8] {
-                let b = self.buffer.as_ref();
-                &b[HEADER_LEN.min(b.len())..]
+                let (s, e) = self.payload_range();
+                &self.buffer.as_ref()[s..e]
+            }
+
+            /// Byte range of the payload inside the buffer.
+            #[inline]
+            fn payload_range(&self) -> (usize, usize) {
+                let len = self.buffer.as_ref().len();
+                (HEADER_LEN.min(len), len)
             }
         }
 
@@ -249,11 +256,12 @@ macro_rules! icmp_common {
             /// Mutable message body after the 8-byte header.
             #[inline]
             pub fn payload_mut(&mut self) -> &mut [u8] {
-                let b = self.buffer.as_mut();
-                let s = HEADER_LEN.min(b.len());
-                &mut b[s..]
+                let (s, e) = self.payload_range();
+                &mut self.buffer.as_mut()[s..e]
             }
         }
+
+        super::impl_into_payload!($name);
     };
 }
 
@@ -382,10 +390,19 @@ mod tests {
     fn truncated_at_every_length() {
         let b = echo4();
         for n in 0..8 {
-            assert_eq!(Icmpv4Packet::new_checked(&b[..n]).err(), Some(WireError::Truncated));
-            assert_eq!(Icmpv6Packet::new_checked(&b[..n]).err(), Some(WireError::Truncated));
+            assert_eq!(
+                Icmpv4Packet::new_checked(&b[..n]).err(),
+                Some(WireError::Truncated)
+            );
+            assert_eq!(
+                Icmpv6Packet::new_checked(&b[..n]).err(),
+                Some(WireError::Truncated)
+            );
         }
-        assert!(Icmpv4Packet::new_checked(&b[..8]).unwrap().payload().is_empty());
+        assert!(Icmpv4Packet::new_checked(&b[..8])
+            .unwrap()
+            .payload()
+            .is_empty());
     }
 
     #[test]

@@ -273,14 +273,24 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     #[inline]
     pub fn src_addr(&self) -> Ipv4Addr {
         let b = self.buffer.as_ref();
-        Ipv4Addr::new(b[field::SRC], b[field::SRC + 1], b[field::SRC + 2], b[field::SRC + 3])
+        Ipv4Addr::new(
+            b[field::SRC],
+            b[field::SRC + 1],
+            b[field::SRC + 2],
+            b[field::SRC + 3],
+        )
     }
 
     /// Destination address.
     #[inline]
     pub fn dst_addr(&self) -> Ipv4Addr {
         let b = self.buffer.as_ref();
-        Ipv4Addr::new(b[field::DST], b[field::DST + 1], b[field::DST + 2], b[field::DST + 3])
+        Ipv4Addr::new(
+            b[field::DST],
+            b[field::DST + 1],
+            b[field::DST + 2],
+            b[field::DST + 3],
+        )
     }
 
     /// Header options (bytes 20..IHL × 4), possibly empty.
@@ -295,9 +305,18 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// padding excluded).
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        let b = self.buffer.as_ref();
-        let (s, e) = clamp_range(self.header_len(), usize::from(self.total_len()), b.len());
-        &b[s..e]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        clamp_range(
+            self.header_len(),
+            usize::from(self.total_len()),
+            self.buffer.as_ref().len(),
+        )
     }
 
     /// `true` if the header checksum is correct.
@@ -424,11 +443,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Mutable payload (up to the total length).
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let (s, e) = clamp_range(
-            self.header_len(),
-            usize::from(self.total_len()),
-            self.buffer.as_ref().len(),
-        );
+        let (s, e) = self.payload_range();
         &mut self.buffer.as_mut()[s..e]
     }
 
@@ -466,6 +481,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         Some(ttl - 1)
     }
 }
+
+super::impl_into_payload!(Ipv4Packet);
 
 #[cfg(test)]
 mod tests {
@@ -543,13 +560,22 @@ mod tests {
     fn bad_version_and_ihl() {
         let mut b = sample(&[], 8);
         b[0] = 0x65;
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadVersion));
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).err(),
+            Some(WireError::BadVersion)
+        );
         for ihl in 0..5 {
             b[0] = 0x40 | ihl;
-            assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadHeaderLength));
+            assert_eq!(
+                Ipv4Packet::new_checked(&b[..]).err(),
+                Some(WireError::BadHeaderLength)
+            );
         }
         b[0] = 0x48; // 32-byte header in a 28-byte buffer
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::Truncated));
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).err(),
+            Some(WireError::Truncated)
+        );
     }
 
     #[test]
@@ -569,7 +595,10 @@ mod tests {
         // Options make the header longer than the total length.
         let mut b = sample(&[0; 8], 0);
         b[2..4].copy_from_slice(&24u16.to_be_bytes());
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadTotalLength));
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).err(),
+            Some(WireError::BadTotalLength)
+        );
     }
 
     #[test]
@@ -697,7 +726,10 @@ mod tests {
         ip.set_ttl(0);
         ip.fill_checksum();
         let before = b.clone();
-        assert_eq!(Ipv4Packet::new_unchecked(&mut b[..]).decrement_ttl_update_checksum(), None);
+        assert_eq!(
+            Ipv4Packet::new_unchecked(&mut b[..]).decrement_ttl_update_checksum(),
+            None
+        );
         assert_eq!(b, before);
     }
 

@@ -146,9 +146,18 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// Payload: bytes 40..40 + payload length.
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        let b = self.buffer.as_ref();
-        let (s, e) = clamp_range(Ipv6Packet::HEADER_LEN, self.total_len(), b.len());
-        &b[s..e]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        clamp_range(
+            Ipv6Packet::HEADER_LEN,
+            self.total_len(),
+            self.buffer.as_ref().len(),
+        )
     }
 }
 
@@ -216,11 +225,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     /// Mutable payload.
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let (s, e) = clamp_range(
-            Ipv6Packet::HEADER_LEN,
-            self.total_len(),
-            self.buffer.as_ref().len(),
-        );
+        let (s, e) = self.payload_range();
         &mut self.buffer.as_mut()[s..e]
     }
 
@@ -235,6 +240,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         Some(h)
     }
 }
+
+super::impl_into_payload!(Ipv6Packet);
 
 #[cfg(test)]
 mod tests {
@@ -269,7 +276,10 @@ mod tests {
         assert_eq!(ip.next_header(), IpProtocol::TCP);
         assert_eq!(ip.hop_limit(), 64);
         assert_eq!(ip.src_addr(), "2001:db8::1".parse::<Ipv6Addr>().unwrap());
-        assert_eq!(ip.dst_addr(), "2001:db8:ffff::2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(
+            ip.dst_addr(),
+            "2001:db8:ffff::2".parse::<Ipv6Addr>().unwrap()
+        );
         assert_eq!(ip.payload(), &[0, 1, 2, 3, 4]);
         assert_eq!(ip.header_len(), 40);
         assert_eq!(b[0..4], [0x6b, 0x81, 0x23, 0x45]);
@@ -282,7 +292,10 @@ mod tests {
         ip.set_traffic_class(0xff);
         assert_eq!((ip.version(), ip.flow_label()), (6, 0x12345));
         ip.set_flow_label(0xffff_ffff);
-        assert_eq!((ip.version(), ip.traffic_class(), ip.flow_label()), (6, 0xff, 0xfffff));
+        assert_eq!(
+            (ip.version(), ip.traffic_class(), ip.flow_label()),
+            (6, 0xff, 0xfffff)
+        );
         ip.set_traffic_class(0);
         ip.set_flow_label(0);
         assert_eq!(ip.into_inner()[0..4], [0x60, 0, 0, 0]);
@@ -297,14 +310,24 @@ mod tests {
             } else {
                 WireError::BadTotalLength
             };
-            assert_eq!(Ipv6Packet::new_checked(&b[..n]).err(), Some(want), "len {n}");
+            assert_eq!(
+                Ipv6Packet::new_checked(&b[..n]).err(),
+                Some(want),
+                "len {n}"
+            );
         }
         let mut b = sample(10);
         b[4..6].copy_from_slice(&0xffffu16.to_be_bytes());
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).err(), Some(WireError::BadTotalLength));
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..]).err(),
+            Some(WireError::BadTotalLength)
+        );
         let mut padded = sample(2);
         padded.resize(60, 0);
-        assert_eq!(Ipv6Packet::new_checked(&padded[..]).unwrap().payload(), &[0, 1]);
+        assert_eq!(
+            Ipv6Packet::new_checked(&padded[..]).unwrap().payload(),
+            &[0, 1]
+        );
     }
 
     #[test]
@@ -312,7 +335,10 @@ mod tests {
         let mut b = sample(0);
         for v in [0u8, 4, 7, 15] {
             b[0] = (b[0] & 0x0f) | (v << 4);
-            assert_eq!(Ipv6Packet::new_checked(&b[..]).err(), Some(WireError::BadVersion));
+            assert_eq!(
+                Ipv6Packet::new_checked(&b[..]).err(),
+                Some(WireError::BadVersion)
+            );
         }
     }
 

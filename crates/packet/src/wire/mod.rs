@@ -80,6 +80,35 @@
 //! # Ok::<(), WireError>(())
 //! ```
 
+/// Adds `into_payload` (for views over `&'a [u8]`) and `into_payload_mut`
+/// (for views over `&'a mut [u8]`) to a view with a private
+/// `payload_range(&self) -> (usize, usize)`.
+macro_rules! impl_into_payload {
+    ($name:ident) => {
+        impl<'a> $name<&'a [u8]> {
+            /// The payload with the lifetime of the underlying buffer rather
+            /// than of the view, for descending into the next header from a
+            /// function. The view is `Copy`, so it stays usable.
+            #[inline]
+            pub fn into_payload(self) -> &'a [u8] {
+                let (s, e) = self.payload_range();
+                &self.buffer[s..e]
+            }
+        }
+
+        impl<'a> $name<&'a mut [u8]> {
+            /// The mutable payload with the lifetime of the underlying buffer
+            /// (consumes the view).
+            #[inline]
+            pub fn into_payload_mut(self) -> &'a mut [u8] {
+                let (s, e) = self.payload_range();
+                &mut self.buffer[s..e]
+            }
+        }
+    };
+}
+pub(crate) use impl_into_payload;
+
 pub mod arp;
 pub mod ethernet;
 pub mod icmp;
@@ -173,7 +202,85 @@ mod tests {
     #[test]
     fn error_display_is_meaningful() {
         assert_eq!(WireError::Truncated.to_string(), "buffer truncated");
-        assert_eq!(WireError::TooManyVlans.to_string(), "more than two VLAN tags");
+        assert_eq!(
+            WireError::TooManyVlans.to_string(),
+            "more than two VLAN tags"
+        );
+    }
+
+    /// Descend Ethernet -> IPv4 -> UDP in a function returning the innermost
+    /// payload: needs the buffer lifetime, not the view's.
+    fn udp_payload(frame: &[u8]) -> Result<&[u8], WireError> {
+        let eth = EthernetFrame::new_checked(frame)?;
+        let ip = Ipv4Packet::new_checked(eth.into_payload())?;
+        let udp = UdpPacket::new_checked(ip.into_payload())?;
+        Ok(udp.into_payload())
+    }
+
+    #[test]
+    fn into_payload_descends_layers() {
+        use crate::builder::PacketBuilder;
+        use std::net::Ipv4Addr;
+        let a = Ipv4Addr::new(10, 0, 0, 1);
+        let mut f = PacketBuilder::ethernet(MacAddr::ZERO, MacAddr::BROADCAST)
+            .ipv4(a, a)
+            .udp(1, 2)
+            .payload(b"abc")
+            .pad_to(60)
+            .build();
+        assert_eq!(udp_payload(&f), Ok(&b"abc"[..]));
+        assert_eq!(udp_payload(&f[..40]), Err(WireError::BadTotalLength));
+
+        // Mutable descent: rewrite the UDP destination port in place.
+        let eth = EthernetFrame::new_checked(&mut f[..]).unwrap();
+        let ip = Ipv4Packet::new_checked(eth.into_payload_mut()).unwrap();
+        let mut udp = UdpPacket::new_checked(ip.into_payload_mut()).unwrap();
+        udp.set_dst_port(99);
+        udp.fill_checksum(a, a);
+        let tail = udp.into_payload_mut();
+        tail[0] = b'A';
+        assert_eq!(udp_payload(&f), Ok(&b"Abc"[..]));
+        assert_eq!(f[36..38], [0, 99]);
+
+        let v = [0u8, 5, 8, 0, 1];
+        assert_eq!(VlanTag::new_checked(&v[..]).unwrap().into_payload(), &[1]);
+        let t = [0x50u8; 21];
+        assert_eq!(
+            TcpPacket::new_checked(&t[..]).unwrap().into_payload(),
+            &[0x50]
+        );
+        let i = [0u8; 9];
+        assert_eq!(
+            Icmpv4Packet::new_checked(&i[..])
+                .unwrap()
+                .into_payload()
+                .len(),
+            1
+        );
+        assert_eq!(
+            Icmpv6Packet::new_checked(&i[..])
+                .unwrap()
+                .into_payload()
+                .len(),
+            1
+        );
+        let mut six = [0u8; 41];
+        six[0] = 0x60;
+        six[5] = 1;
+        assert_eq!(
+            Ipv6Packet::new_checked(&six[..])
+                .unwrap()
+                .into_payload()
+                .len(),
+            1
+        );
+        assert_eq!(
+            Ipv6Packet::new_checked(&mut six[..])
+                .unwrap()
+                .into_payload_mut()
+                .len(),
+            1
+        );
     }
 
     #[test]

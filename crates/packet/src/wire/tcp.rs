@@ -253,9 +253,15 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Payload: everything after the header.
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        let b = self.buffer.as_ref();
-        let (s, e) = clamp_range(self.header_len(), b.len(), b.len());
-        &b[s..e]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        let len = self.buffer.as_ref().len();
+        clamp_range(self.header_len(), len, len)
     }
 
     /// `true` if the checksum over the pseudo header and the whole buffer is
@@ -351,8 +357,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     /// Mutable payload.
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let len = self.buffer.as_ref().len();
-        let (s, e) = clamp_range(self.header_len(), len, len);
+        let (s, e) = self.payload_range();
         &mut self.buffer.as_mut()[s..e]
     }
 
@@ -366,6 +371,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         self.set_checksum(checksum::finish(s));
     }
 }
+
+super::impl_into_payload!(TcpPacket);
 
 #[cfg(test)]
 mod tests {
@@ -414,7 +421,10 @@ mod tests {
         let mut g = TcpFlags::FIN;
         g |= TcpFlags::CWR;
         assert_eq!(g & TcpFlags::CWR, TcpFlags::CWR);
-        assert_eq!(TcpFlags(0xff).to_string(), "FIN|SYN|RST|PSH|ACK|URG|ECE|CWR");
+        assert_eq!(
+            TcpFlags(0xff).to_string(),
+            "FIN|SYN|RST|PSH|ACK|URG|ECE|CWR"
+        );
     }
 
     #[test]
@@ -434,15 +444,25 @@ mod tests {
     fn truncated_and_bad_offset() {
         let b = sample(&[0; 12], b"");
         for n in 0..b.len() {
-            assert_eq!(TcpPacket::new_checked(&b[..n]).err(), Some(WireError::Truncated), "len {n}");
+            assert_eq!(
+                TcpPacket::new_checked(&b[..n]).err(),
+                Some(WireError::Truncated),
+                "len {n}"
+            );
         }
         let mut b = sample(&[], b"xx");
         for off in 0..5u8 {
             b[12] = off << 4;
-            assert_eq!(TcpPacket::new_checked(&b[..]).err(), Some(WireError::BadHeaderLength));
+            assert_eq!(
+                TcpPacket::new_checked(&b[..]).err(),
+                Some(WireError::BadHeaderLength)
+            );
         }
         b[12] = 6 << 4; // 24 > 22
-        assert_eq!(TcpPacket::new_checked(&b[..]).err(), Some(WireError::Truncated));
+        assert_eq!(
+            TcpPacket::new_checked(&b[..]).err(),
+            Some(WireError::Truncated)
+        );
     }
 
     #[test]

@@ -111,9 +111,18 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// Payload: bytes 8..length.
     #[inline]
     pub fn payload(&self) -> &[u8] {
-        let b = self.buffer.as_ref();
-        let (s, e) = clamp_range(UdpPacket::HEADER_LEN, usize::from(self.len()), b.len());
-        &b[s..e]
+        let (s, e) = self.payload_range();
+        &self.buffer.as_ref()[s..e]
+    }
+
+    /// Byte range of the payload inside the buffer, clamped to the buffer.
+    #[inline]
+    fn payload_range(&self) -> (usize, usize) {
+        clamp_range(
+            UdpPacket::HEADER_LEN,
+            usize::from(self.len()),
+            self.buffer.as_ref().len(),
+        )
     }
 
     /// The datagram covered by the checksum: bytes 0..length (clamped).
@@ -166,11 +175,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     /// Mutable payload (bytes 8..length).
     #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let (s, e) = clamp_range(
-            UdpPacket::HEADER_LEN,
-            usize::from(self.len()),
-            self.buffer.as_ref().len(),
-        );
+        let (s, e) = self.payload_range();
         &mut self.buffer.as_mut()[s..e]
     }
 
@@ -189,6 +194,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         self.set_checksum(c);
     }
 }
+
+super::impl_into_payload!(UdpPacket);
 
 #[cfg(test)]
 mod tests {
@@ -246,7 +253,8 @@ mod tests {
         let base = {
             let u = UdpPacket::new_unchecked(&b[..]);
             checksum::fold(
-                checksum::pseudo_header_v4(S4, D4, IpProtocol::UDP, 10) + checksum::sum(u.datagram()),
+                checksum::pseudo_header_v4(S4, D4, IpProtocol::UDP, 10)
+                    + checksum::sum(u.datagram()),
             )
         };
         // fold(base + w) must be 0xffff.
@@ -272,7 +280,10 @@ mod tests {
         let mut b = sample(b"hello");
         for l in [0u16, 7, 14, 0xffff] {
             b[4..6].copy_from_slice(&l.to_be_bytes());
-            assert_eq!(UdpPacket::new_checked(&b[..]).err(), Some(WireError::BadTotalLength));
+            assert_eq!(
+                UdpPacket::new_checked(&b[..]).err(),
+                Some(WireError::BadTotalLength)
+            );
         }
         b[4..6].copy_from_slice(&8u16.to_be_bytes());
         let u = UdpPacket::new_checked(&b[..]).unwrap();
