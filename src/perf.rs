@@ -3,7 +3,9 @@
 //!
 //! As in DPDK's test, the "packets" are buffer indices that no node dereferences: sources
 //! emit a burst of indices, one-arc workers hand their whole vector to the next node,
-//! multi-arc workers split it by percentages (bulk copies, remainder to the last arc),
+//! multi-arc workers split it by percentages (one bulk copy per arc with
+//! [`Context::enqueue_slice`](pktvec_graph::Context::enqueue_slice), remainder to the last
+//! arc, as DPDK's workers do with `rte_node_enqueue`),
 //! sinks forget it. What is measured is the engine: scheduling, the dynamic call, the
 //! hand-over or copy, the counters.
 //!
@@ -72,7 +74,7 @@ impl Node for PerfWorker {
             return;
         }
         let n = frame.len();
-        let nexts = frame.nexts_mut();
+        let bufs = frame.buffers();
         let mut start = 0;
         let last = self.pct.len() - 1;
         for (arc, &p) in self.pct.iter().enumerate() {
@@ -81,10 +83,10 @@ impl Node for PerfWorker {
             } else {
                 (start + p as usize * n / 100).min(n)
             };
-            nexts[start..end].fill(arc as u16);
+            cx.enqueue_slice(&bufs[start..end], ARCS[arc]);
             start = end;
         }
-        cx.enqueue_frame(frame);
+        frame.clear();
     }
 }
 

@@ -182,7 +182,6 @@ impl GraphBuilder {
             n.targets[arc as usize] = target;
         }
         let drop_id = ids[DROP_NODE];
-        let mut arcs = Vec::new();
         let mut slots = Vec::with_capacity(self.nodes.len());
         let mut error_names: Vec<(String, String)> =
             vec![(DROP_NODE.to_string(), "unspecified reason".to_string())];
@@ -190,7 +189,7 @@ impl GraphBuilder {
             if n.kind != NodeKind::Sink && n.targets.is_empty() {
                 return Err(GraphError::NoWayOut { node: n.name });
             }
-            let start = arcs.len();
+            let mut arcs = Vec::with_capacity(n.targets.len() + 1);
             for (i, t) in n.targets.iter().enumerate() {
                 let Some(&tid) = ids.get(t) else {
                     return Err(GraphError::UnknownNext {
@@ -215,13 +214,14 @@ impl GraphBuilder {
                 name: n.name,
                 kind: n.kind,
                 node: n.node,
-                arcs: start..arcs.len(),
+                arcs: arcs.into_boxed_slice(),
                 arc_names: n.arc_names,
                 error_base: error_base as u16,
+                stats: Default::default(),
             });
         }
         for s in &slots {
-            for (i, &t) in arcs[s.arcs.clone()].iter().enumerate() {
+            for (i, &t) in s.arcs.iter().enumerate() {
                 if slots[t as usize].kind == NodeKind::Input {
                     return Err(GraphError::ArcToInput {
                         node: s.name.clone(),
@@ -231,13 +231,6 @@ impl GraphBuilder {
                 }
             }
         }
-        Ok(Graph::new(
-            self.cfg,
-            slots,
-            arcs,
-            error_names,
-            drop_id,
-            pool,
-        ))
+        Ok(Graph::new(self.cfg, slots, error_names, drop_id, pool))
     }
 }

@@ -9,6 +9,7 @@
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
+//! | [`Context::enqueue_slice`] | a run of the frame to one arc | one bulk copy |
 //! | [`Context::enqueue`], [`Context::drop_buffer`] | one packet | slow path |
 //!
 //! See [`Node`](crate::Node) for a complete node.
@@ -187,7 +188,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         }
         let nexts = &frame.nexts[..n];
         let first = nexts[0];
-        if nexts.iter().all(|&x| x == first) {
+        // Branch-free over the whole vector, so it vectorizes (16 lanes per AVX2 op).
+        if nexts.iter().fold(0u16, |acc, &x| acc | (x ^ first)) == 0 {
             self.move_frame(frame, first);
             return;
         }
@@ -195,10 +197,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let mut i = 0;
         while i < n {
             let arc = frame.nexts[i];
-            let mut j = i + 1;
-            while j < n && frame.nexts[j] == arc {
-                j += 1;
-            }
+            let j = run_end(&frame.nexts[..n], i, arc);
             let run = &frame.bufs[i..j];
             let t = self.target(arc, run);
             self.rt.push(t, run);
@@ -226,14 +225,30 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     fn move_frame(&mut self, frame: &mut Frame, arc: u16) {
         self.leaving_frame(frame);
         let t = self.target(arc, &frame.bufs);
-        let pending = &mut self.rt.pending[t as usize];
-        if pending.is_empty() {
-            std::mem::swap(pending, &mut frame.bufs);
+        let p = &mut self.rt.nodes[t as usize];
+        if p.bufs.is_empty() {
+            std::mem::swap(&mut p.bufs, &mut frame.bufs);
         } else {
-            pending.extend_from_slice(&frame.bufs);
+            p.bufs.extend_from_slice(&frame.bufs);
             frame.bufs.clear();
         }
-        self.rt.schedule(t);
+        if !p.scheduled {
+            p.scheduled = true;
+            self.rt.ready.push(t);
+        }
+    }
+
+    /// Sends a run of packets on one arc with one bulk copy (rte_node_enqueue's `count`
+    /// form), for nodes that know where their runs are. The packets must come from the
+    /// node's frame, and the frame must not be enqueued again afterwards: clear it.
+    #[inline]
+    pub fn enqueue_slice(&mut self, bufs: &[u32], next: N::Next) {
+        if bufs.is_empty() {
+            return;
+        }
+        self.leaving(bufs);
+        let t = self.target(next.index(), bufs);
+        self.rt.push(t, bufs);
     }
 
     /// Sends one packet on an arc (slow path: prefer the whole-frame calls).
@@ -355,6 +370,29 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             counts[e] += 1;
         }
     }
+}
+
+/// End of the run of `arc` that starts at `start`: compares 16 entries at a time into a
+/// branch-free OR of differences (it vectorizes), then finishes one by one.
+#[inline(always)]
+fn run_end(nexts: &[u16], start: usize, arc: u16) -> usize {
+    const CHUNK: usize = 16;
+    let n = nexts.len();
+    let mut j = start + 1;
+    for chunk in nexts[j.min(n)..].chunks_exact(CHUNK) {
+        let chunk: &[u16; CHUNK] = match chunk.try_into() {
+            Ok(c) => c,
+            Err(_) => break,
+        };
+        if chunk.iter().fold(0u16, |acc, &x| acc | (x ^ arc)) != 0 {
+            break;
+        }
+        j += CHUNK;
+    }
+    while j < n && nexts[j] == arc {
+        j += 1;
+    }
+    j
 }
 
 /// Turns a node's [`Verdict`]s into next-slot values (see [`Context::verdict_map`]).

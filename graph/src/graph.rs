@@ -12,13 +12,11 @@ use crate::capture::{CaptureError, Tap};
 use crate::context::Context;
 use crate::frame::Frame;
 use crate::node::{Node, NodeKind};
-use crate::runtime::Runtime;
+use crate::runtime::{Pending, ReadyRing, Runtime};
 use crate::stats::{Conservation, ErrorRow, ErrorTable, NodeStats, RuntimeTable};
 use crate::trace::Trace;
 use crate::{clock, GraphConfig, GraphError};
 use pktvec_packet::{BufferPool, MetaFlags, Packet};
-use std::collections::VecDeque;
-use std::ops::Range;
 use std::path::Path;
 
 /// Object-safe face of [`Node`]: the one dynamic call per vector.
@@ -60,18 +58,18 @@ pub(crate) struct NodeSlot {
     pub name: String,
     pub kind: NodeKind,
     pub node: Box<dyn DynNode>,
-    pub arcs: Range<usize>,
+    /// Node id of each arc, then the drop node.
+    pub arcs: Box<[u32]>,
     pub arc_names: &'static [&'static str],
     pub error_base: u16,
+    pub stats: NodeStats,
 }
 
 /// A built graph: nodes, arcs, the buffer pool and the runtime counters of one worker.
 pub struct Graph {
     slots: Vec<NodeSlot>,
-    arcs: Vec<u32>,
     inputs: Vec<u32>,
     sinks: Vec<u32>,
-    stats: Vec<NodeStats>,
     error_names: Vec<(String, String)>,
     spare: Frame,
     rt: Runtime,
@@ -94,7 +92,6 @@ impl Graph {
     pub(crate) fn new(
         cfg: GraphConfig,
         slots: Vec<NodeSlot>,
-        arcs: Vec<u32>,
         error_names: Vec<(String, String)>,
         drop_node: u32,
         pool: BufferPool,
@@ -108,16 +105,18 @@ impl Graph {
             .filter(|&i| slots[i as usize].kind == NodeKind::Sink && i != drop_node)
             .collect();
         Graph {
-            arcs,
             inputs,
             sinks,
-            stats: vec![NodeStats::default(); n],
             spare: Frame::with_capacity(cfg.vector_size),
             rt: Runtime {
                 pool,
-                pending: (0..n).map(|_| Vec::with_capacity(cap)).collect(),
-                scheduled: vec![false; n],
-                ready: VecDeque::with_capacity(n + 1),
+                nodes: (0..n)
+                    .map(|_| Pending {
+                        bufs: Vec::with_capacity(cap),
+                        scheduled: false,
+                    })
+                    .collect(),
+                ready: ReadyRing::new(n),
                 error_counts: vec![0; error_names.len()],
                 drop_node,
                 cfg,
@@ -157,9 +156,9 @@ impl Graph {
         self.rt.cfg.vector_size = v;
         self.spare.set_limit(v);
         let cap = pending_capacity(v);
-        for p in &mut self.rt.pending {
-            if p.capacity() < cap {
-                p.reserve(cap - p.len());
+        for p in &mut self.rt.nodes {
+            if p.bufs.capacity() < cap {
+                p.bufs.reserve(cap - p.bufs.len());
             }
         }
         Ok(())
@@ -200,7 +199,7 @@ impl Graph {
         self.slots
             .get(id as usize)
             .map(|s| {
-                self.arcs[s.arcs.clone()]
+                s.arcs
                     .iter()
                     .map(|&t| self.slots[t as usize].name.as_str())
                     .collect()
@@ -232,7 +231,7 @@ impl Graph {
             let id = self.inputs[k];
             let n = self.call_input(id);
             let now = clock::now();
-            let s = &mut self.stats[id as usize];
+            let s = &mut self.slots[id as usize].stats;
             s.calls += 1;
             s.vectors += (n > 0) as u64;
             s.packets += n;
@@ -263,16 +262,42 @@ impl Graph {
     }
 
     fn drain(&mut self, mut t: u64) {
-        let mut budget = self.rt.cfg.max_calls_per_run;
-        while let Some(id) = self.rt.ready.pop_front() {
-            self.rt.scheduled[id as usize] = false;
-            let n = self.call_pending(id);
+        // Split borrows: the node table, the arcs, the counters, the working frame and the
+        // runtime are distinct fields, so nothing is moved per call.
+        let Graph {
+            slots, spare, rt, ..
+        } = self;
+        let v = rt.cfg.vector_size;
+        let mut budget = rt.cfg.max_calls_per_run;
+        while let Some(id) = rt.ready.pop() {
+            let idu = id as usize;
+            let pending = &mut rt.nodes[idu];
+            pending.scheduled = false;
+            let pending = &mut pending.bufs;
+            if pending.len() <= v {
+                // O(1): the pending vector becomes the frame, the empty frame becomes the
+                // pending vector.
+                std::mem::swap(&mut spare.bufs, pending);
+            } else {
+                // More than one vector waits: take the oldest V, keep the rest for later.
+                spare.bufs.extend_from_slice(&pending[..v]);
+                pending.drain(..v);
+                rt.schedule(id);
+            }
+            let n = spare.bufs.len() as u64;
+            if rt.trace.active {
+                record_entry(&slots[idu], rt, spare);
+            }
+            let slot = &mut slots[idu];
+            slot.node
+                .process_dyn(rt, &slot.arcs, id, slot.error_base, false, spare);
+            spare.bufs.clear();
             let now = clock::now();
-            let s = &mut self.stats[id as usize];
+            let s = &mut slot.stats;
             s.calls += 1;
             s.vectors += 1;
             s.packets += n;
-            s.cycles += now - t;
+            s.cycles += now.wrapping_sub(t);
             t = now;
             budget -= 1;
             if budget == 0 {
@@ -283,67 +308,18 @@ impl Graph {
 
     #[inline]
     fn call_input(&mut self, id: u32) -> u64 {
-        let mut frame = std::mem::take(&mut self.spare);
-        let slot = &mut self.slots[id as usize];
-        let emitted = slot.node.process_dyn(
-            &mut self.rt,
-            &self.arcs[slot.arcs.clone()],
-            id,
-            slot.error_base,
-            true,
-            &mut frame,
-        );
-        frame.bufs.clear();
-        self.spare = frame;
-        if !self.rt.trace.just_marked.is_empty() {
+        let Graph {
+            slots, spare, rt, ..
+        } = self;
+        let slot = &mut slots[id as usize];
+        let emitted = slot
+            .node
+            .process_dyn(rt, &slot.arcs, id, slot.error_base, true, spare);
+        spare.bufs.clear();
+        if !rt.trace.just_marked.is_empty() {
             self.record_marked(id);
         }
         emitted
-    }
-
-    #[inline]
-    fn call_pending(&mut self, id: u32) -> u64 {
-        let v = self.rt.cfg.vector_size;
-        let mut frame = std::mem::take(&mut self.spare);
-        let pending = &mut self.rt.pending[id as usize];
-        if pending.len() <= v {
-            std::mem::swap(&mut frame.bufs, pending);
-        } else {
-            // More than one vector waits: take the oldest V, keep the rest for later.
-            frame.bufs.extend_from_slice(&pending[..v]);
-            pending.drain(..v);
-            self.rt.schedule(id);
-        }
-        let n = frame.bufs.len() as u64;
-        if self.rt.trace.active {
-            self.record_entry(id, &frame);
-        }
-        let slot = &mut self.slots[id as usize];
-        slot.node.process_dyn(
-            &mut self.rt,
-            &self.arcs[slot.arcs.clone()],
-            id,
-            slot.error_base,
-            false,
-            &mut frame,
-        );
-        frame.bufs.clear();
-        self.spare = frame;
-        n
-    }
-
-    #[cold]
-    fn record_entry(&mut self, id: u32, frame: &Frame) {
-        let slot = &self.slots[id as usize];
-        for &bi in frame.buffers() {
-            let p = self.rt.pool.packet(bi);
-            if p.meta().flags.contains(MetaFlags::TRACED) {
-                let mut text = String::new();
-                slot.node.format_trace_dyn(p, &mut text);
-                let idx = p.meta().trace_index;
-                self.rt.trace.record(idx, &slot.name, text);
-            }
-        }
     }
 
     #[cold]
@@ -407,14 +383,15 @@ impl Graph {
 
     /// Raw counters of node `id`.
     pub fn node_stats(&self, id: u32) -> Option<NodeStats> {
-        self.stats.get(id as usize).copied()
+        self.slots.get(id as usize).map(|s| s.stats)
     }
 
     /// The runtime table (VPP's `show runtime`); `Display` prints it, serde serializes it.
     pub fn runtime(&self) -> RuntimeTable {
         let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
         let kinds: Vec<NodeKind> = self.slots.iter().map(|s| s.kind).collect();
-        RuntimeTable::new(&names, &kinds, &self.stats, self.rt.cfg.vector_size)
+        let stats: Vec<NodeStats> = self.slots.iter().map(|s| s.stats).collect();
+        RuntimeTable::new(&names, &kinds, &stats, self.rt.cfg.vector_size)
     }
 
     /// Drop counters by node and reason (VPP's `show errors`).
@@ -447,18 +424,18 @@ impl Graph {
         let input = self
             .inputs
             .iter()
-            .map(|&i| self.stats[i as usize].packets)
+            .map(|&i| self.slots[i as usize].stats.packets)
             .sum::<u64>()
             + self.rt.injected;
         let output = self
             .sinks
             .iter()
-            .map(|&i| self.stats[i as usize].packets)
+            .map(|&i| self.slots[i as usize].stats.packets)
             .sum();
         Conservation {
             input,
             output,
-            dropped: self.stats[self.rt.drop_node as usize].packets,
+            dropped: self.slots[self.rt.drop_node as usize].stats.packets,
             dropped_by_reason: self.rt.error_counts.iter().sum(),
             in_flight: self.rt.in_flight(),
             buffers_in_use: self.rt.pool.in_use() as u64,
@@ -467,11 +444,24 @@ impl Graph {
 
     /// Zeroes the runtime counters, the error counters and the injected count.
     pub fn reset_stats(&mut self) {
-        self.stats
+        self.slots
             .iter_mut()
-            .for_each(|s| *s = NodeStats::default());
+            .for_each(|s| s.stats = NodeStats::default());
         self.rt.error_counts.iter_mut().for_each(|c| *c = 0);
         self.rt.injected = 0;
+    }
+}
+
+#[cold]
+fn record_entry(slot: &NodeSlot, rt: &mut Runtime, frame: &Frame) {
+    for &bi in frame.buffers() {
+        let p = rt.pool.packet(bi);
+        if p.meta().flags.contains(MetaFlags::TRACED) {
+            let mut text = String::new();
+            slot.node.format_trace_dyn(p, &mut text);
+            let idx = p.meta().trace_index;
+            rt.trace.record(idx, &slot.name, text);
+        }
     }
 }
 

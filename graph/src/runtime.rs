@@ -5,19 +5,16 @@ use crate::capture::Tap;
 use crate::trace::Trace;
 use crate::GraphConfig;
 use pktvec_packet::BufferPool;
-use std::collections::VecDeque;
 
 /// Error index 0: a packet reached the drop node without a reason.
 pub(crate) const ERROR_UNSPECIFIED: u16 = 0;
 
 pub(crate) struct Runtime {
     pub pool: BufferPool,
-    /// Buffer indices waiting for each node.
-    pub pending: Vec<Vec<u32>>,
-    /// Whether each node is in `ready`.
-    pub scheduled: Vec<bool>,
+    /// Per node: buffer indices waiting for it, and whether it is in `ready`.
+    pub nodes: Vec<Pending>,
     /// Nodes with pending packets, in the order they got their first packet (FIFO).
-    pub ready: VecDeque<u32>,
+    pub ready: ReadyRing,
     /// Drop counts per graph-wide error index.
     pub error_counts: Vec<u64>,
     pub drop_node: u32,
@@ -29,33 +26,105 @@ pub(crate) struct Runtime {
     pub injected: u64,
 }
 
+/// What waits for one node.
+pub(crate) struct Pending {
+    pub bufs: Vec<u32>,
+    pub scheduled: bool,
+}
+
+/// FIFO of node ids with a fixed power-of-two capacity larger than the node count. Each
+/// node is queued at most once (see [`Pending::scheduled`]), so it never overflows.
+pub(crate) struct ReadyRing {
+    buf: Box<[u32]>,
+    mask: u32,
+    head: u32,
+    tail: u32,
+}
+
+impl ReadyRing {
+    pub fn new(nodes: usize) -> Self {
+        let cap = (nodes + 1).next_power_of_two();
+        ReadyRing {
+            buf: vec![0; cap].into_boxed_slice(),
+            mask: cap as u32 - 1,
+            head: 0,
+            tail: 0,
+        }
+    }
+
+    #[inline(always)]
+    pub fn push(&mut self, node: u32) {
+        if let Some(slot) = self.buf.get_mut((self.tail & self.mask) as usize) {
+            *slot = node;
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    #[inline(always)]
+    pub fn pop(&mut self) -> Option<u32> {
+        if self.head == self.tail {
+            return None;
+        }
+        let x = self.buf.get((self.head & self.mask) as usize).copied();
+        self.head = self.head.wrapping_add(1);
+        x
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+}
+
 impl Runtime {
     #[inline(always)]
     pub fn schedule(&mut self, node: u32) {
-        let s = &mut self.scheduled[node as usize];
-        if !*s {
-            *s = true;
-            // Capacity is the node count and each node is queued at most once: no growth.
-            self.ready.push_back(node);
+        let p = &mut self.nodes[node as usize];
+        if !p.scheduled {
+            p.scheduled = true;
+            self.ready.push(node);
         }
     }
 
     /// Appends `bis` to `node`'s pending vector and schedules it.
     #[inline(always)]
     pub fn push(&mut self, node: u32, bis: &[u32]) {
-        self.pending[node as usize].extend_from_slice(bis);
-        self.schedule(node);
+        let p = &mut self.nodes[node as usize];
+        p.bufs.extend_from_slice(bis);
+        if !p.scheduled {
+            p.scheduled = true;
+            self.ready.push(node);
+        }
     }
 
     /// Appends one buffer to `node`'s pending vector and schedules it.
     #[inline(always)]
     pub fn push_one(&mut self, node: u32, bi: u32) {
-        self.pending[node as usize].push(bi);
-        self.schedule(node);
+        self.push(node, std::slice::from_ref(&bi));
     }
 
     /// Packets waiting in pending vectors.
     pub fn in_flight(&self) -> u64 {
-        self.pending.iter().map(|p| p.len() as u64).sum()
+        self.nodes.iter().map(|p| p.bufs.len() as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_ring_is_fifo_and_wraps() {
+        let mut r = ReadyRing::new(3);
+        assert!(r.is_empty());
+        for round in 0..10u32 {
+            for k in 0..4 {
+                r.push(round * 10 + k);
+            }
+            for k in 0..4 {
+                assert_eq!(r.pop(), Some(round * 10 + k));
+            }
+            assert_eq!(r.pop(), None);
+        }
     }
 }

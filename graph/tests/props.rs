@@ -33,6 +33,7 @@ enum Style {
     SubBatch,
     OneByOne,
     Manual,
+    Slices,
 }
 
 #[derive(Clone, Debug)]
@@ -109,6 +110,33 @@ impl Node for Router {
                     }
                 }
             }
+            Style::Slices => {
+                // Verdicts first, then runs of the same arc as bulk slices.
+                let verdict = verdict;
+                let mut arcs: Vec<Option<usize>> = Vec::with_capacity(frame.len());
+                for &bi in frame.buffers() {
+                    match verdict(&mut cx.packet_mut(bi)) {
+                        Verdict::Next(n) => arcs.push(Some(pktvec_graph::Next::index(n) as usize)),
+                        Verdict::Drop(e) => {
+                            arcs.push(None);
+                            cx.drop_buffer(bi, e);
+                        }
+                    }
+                }
+                let bufs = frame.buffers();
+                let mut i = 0;
+                while i < bufs.len() {
+                    let mut j = i + 1;
+                    while j < bufs.len() && arcs[j] == arcs[i] {
+                        j += 1;
+                    }
+                    if let Some(a) = arcs[i] {
+                        cx.enqueue_slice(&bufs[i..j], ARCS[a]);
+                    }
+                    i = j;
+                }
+                frame.clear();
+            }
             Style::Manual => {
                 let verdict = verdict;
                 let map = cx.verdict_map();
@@ -166,7 +194,7 @@ fn packet() -> impl Strategy<Value = Vec<u8>> {
 fn spec() -> impl Strategy<Value = Spec> {
     (1usize..7, 1usize..4).prop_flat_map(|(nr, sinks)| {
         let router =
-            (1usize..=4, any::<bool>(), 0u8..4).prop_map(|(arcs, parse, s)| (arcs, parse, s));
+            (1usize..=4, any::<bool>(), 0u8..5).prop_map(|(arcs, parse, s)| (arcs, parse, s));
         (
             proptest::collection::vec(router, nr),
             proptest::collection::vec(proptest::array::uniform4(0..nr + sinks), nr),
@@ -193,8 +221,13 @@ fn spec() -> impl Strategy<Value = Spec> {
                             id: i as u8,
                             arcs,
                             parse,
-                            style: [Style::Quad, Style::SubBatch, Style::OneByOne, Style::Manual]
-                                [s as usize],
+                            style: [
+                                Style::Quad,
+                                Style::SubBatch,
+                                Style::OneByOne,
+                                Style::Manual,
+                                Style::Slices,
+                            ][s as usize],
                         })
                         .collect(),
                     targets,
