@@ -39,3 +39,8 @@ pub mod prelude {
     pub use pktvec_packet::builder::PacketBuilder;
     pub use pktvec_packet::{BufferMeta, BufferPool, Packet, PacketMut, PoolConfig};
 }
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

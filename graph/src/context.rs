@@ -12,7 +12,7 @@
 //! | [`Context::enqueue_slice`] | a run of the frame to one arc | one bulk copy |
 //! | [`Context::enqueue`], [`Context::drop_buffer`] | one packet | slow path |
 //!
-//! See [`Node`](crate::Node) for a complete node.
+//! See [`Node`](crate::node) for a complete node.
 
 use crate::loops;
 use crate::node::{ErrorReason, Next, Node, Verdict};

@@ -98,11 +98,9 @@ impl Node for Router {
         match cfg.style {
             Style::Quad => cx.process_packets(frame, verdict),
             Style::SubBatch => {
-                let verdict = verdict;
                 cx.process_sub_batches(frame, |p| p.len(), |p, _len| verdict(p))
             }
             Style::OneByOne => {
-                let verdict = verdict;
                 for &bi in frame.buffers() {
                     match verdict(&mut cx.packet_mut(bi)) {
                         Verdict::Next(n) => cx.enqueue(bi, n),
@@ -112,7 +110,6 @@ impl Node for Router {
             }
             Style::Slices => {
                 // Verdicts first, then runs of the same arc as bulk slices.
-                let verdict = verdict;
                 let mut arcs: Vec<Option<usize>> = Vec::with_capacity(frame.len());
                 for &bi in frame.buffers() {
                     match verdict(&mut cx.packet_mut(bi)) {
@@ -138,7 +135,6 @@ impl Node for Router {
                 frame.clear();
             }
             Style::Manual => {
-                let verdict = verdict;
                 let map = cx.verdict_map();
                 let (bufs, nexts) = frame.split_mut();
                 for (slot, &bi) in nexts.iter_mut().zip(bufs) {
