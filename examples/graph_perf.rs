@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example graph_perf                 # pktvec only
 //! cargo run --release --example graph_perf -- --dpdk       # and dpdk-test (Debian: dpdk-dev)
-//! cargo run --release --example graph_perf -- --dpdk --json out.json --svg docs/results/graph-overhead.svg
+//! cargo run --release --example graph_perf -- --dpdk --rounds 3 --json out.json --svg docs/results/graph-overhead.svg
 //! ```
 //!
 //! Units (see docs/results/graph-overhead.md): cycles per walk = TSC cycles of one turn of
@@ -77,6 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|i| args.get(i + 1).cloned())
     };
     let walks: u64 = value("--walks").map_or(Ok(200_000), |s| s.parse())?;
+    let rounds: usize = value("--rounds").map_or(Ok(1), |s| s.parse())?;
     let reps = 7;
     let hz = clock::tsc_hz();
     println!(
@@ -84,6 +85,51 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         hz / 1e9
     );
 
+    // Each round measures pktvec, then (with --dpdk) runs dpdk-test; the table shows the
+    // median over rounds of each, so both sides see the same machine conditions.
+    let mut all: Vec<Vec<Row>> = Vec::new();
+    for round in 0..rounds {
+        eprintln!("round {}/{rounds}", round + 1);
+        let mut rows = measure_pktvec(walks, reps)?;
+        if flag("--dpdk") {
+            add_dpdk(&mut rows, hz)?;
+        }
+        all.push(rows);
+    }
+    let mut rows = all[0].clone();
+    for (i, r) in rows.iter_mut().enumerate() {
+        let med = |f: &dyn Fn(&Row) -> Option<f64>| -> Option<f64> {
+            let v: Vec<f64> = all.iter().filter_map(|rs| f(&rs[i])).collect();
+            (!v.is_empty()).then(|| median(v))
+        };
+        r.pktvec_cycles_per_walk = med(&|x| Some(x.pktvec_cycles_per_walk)).unwrap_or(0.0);
+        r.pktvec_in_node_cycles_per_call =
+            med(&|x| Some(x.pktvec_in_node_cycles_per_call)).unwrap_or(0.0);
+        r.pktvec_cycles_per_node_call = r.pktvec_cycles_per_walk / r.nodes_per_walk as f64;
+        r.pktvec_cycles_per_packet_per_node =
+            r.pktvec_cycles_per_walk / r.node_visits_per_walk as f64;
+        r.dpdk_cycles_per_walk = med(&|x| x.dpdk_cycles_per_walk);
+        r.dpdk_in_node_cycles_per_call = med(&|x| x.dpdk_in_node_cycles_per_call);
+        r.dpdk_cycles_per_node_call = r.dpdk_cycles_per_walk.map(|c| c / r.nodes_per_walk as f64);
+        r.dpdk_cycles_per_packet_per_node = r
+            .dpdk_cycles_per_walk
+            .map(|c| c / r.node_visits_per_walk as f64);
+        r.ratio_node_call = r.dpdk_cycles_per_walk.map(|d| r.pktvec_cycles_per_walk / d);
+    }
+    print_table(&rows, rounds);
+
+    if let Some(path) = value("--json") {
+        std::fs::write(&path, serde_json::to_string_pretty(&all)?)?;
+        eprintln!("wrote {path} (every round)");
+    }
+    if let Some(path) = value("--svg") {
+        plot(&rows, &path)?;
+        eprintln!("wrote {path}");
+    }
+    Ok(())
+}
+
+fn measure_pktvec(walks: u64, reps: usize) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let mut rows = Vec::new();
     for spec in topologies() {
         let mut g = build(&spec)?;
@@ -119,8 +165,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         eprintln!("  {:<32} {:>8.1} cycles/walk", spec.name, cpw);
     }
+    Ok(rows)
+}
 
-    if flag("--dpdk") {
+fn add_dpdk(rows: &mut [Row], hz: f64) -> Result<(), Box<dyn std::error::Error>> {
+    {
         eprintln!(
             "running: echo graph_perf_autotest | dpdk-test --no-huge -m 2048 --no-pci -l 0-1"
         );
@@ -169,8 +218,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row.ratio_node_call = Some(row.pktvec_cycles_per_walk / cpw);
         }
     }
+    Ok(())
+}
 
+fn print_table(rows: &[Row], rounds: usize) {
     println!();
+    println!("median of {rounds} round(s)");
     println!(
         "{:<32} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}",
         "topology",
@@ -184,7 +237,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ratio"
     );
     let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
-    for r in &rows {
+    for r in rows {
         println!(
             "{:<32} {:>6} {:>12.1} {:>12.1} {:>12.3} {:>12} {:>12} {:>12} {:>8}",
             r.topology,
@@ -199,16 +252,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("ratio = pktvec cycles per walk / dpdk cycles per walk (lower is better for pktvec)");
-
-    if let Some(path) = value("--json") {
-        std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
-        eprintln!("wrote {path}");
-    }
-    if let Some(path) = value("--svg") {
-        plot(&rows, &path)?;
-        eprintln!("wrote {path}");
-    }
-    Ok(())
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {

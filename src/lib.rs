@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | [`packet`] | `pktvec-packet` | buffer pool, per-buffer metadata, zero-copy header views, packet builder |
 //! | [`graph`] | `pktvec-graph` | nodes, frames, graph builder, dispatcher, loop helpers, runtime stats, trace, capture |
+//! | [`lookup`] | `pktvec-lookup` | IPv4/IPv6 LPM, prefetchable exact-match hash, route tables |
 //!
 //! ```
 //! use pktvec::prelude::*;
@@ -27,6 +28,7 @@
 pub mod perf;
 
 pub use pktvec_graph as graph;
+pub use pktvec_lookup as lookup;
 pub use pktvec_packet as packet;
 
 /// The names most programs need.

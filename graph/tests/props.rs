@@ -97,9 +97,7 @@ impl Node for Router {
         };
         match cfg.style {
             Style::Quad => cx.process_packets(frame, verdict),
-            Style::SubBatch => {
-                cx.process_sub_batches(frame, |p| p.len(), |p, _len| verdict(p))
-            }
+            Style::SubBatch => cx.process_sub_batches(frame, |p| p.len(), |p, _len| verdict(p)),
             Style::OneByOne => {
                 for &bi in frame.buffers() {
                     match verdict(&mut cx.packet_mut(bi)) {
