@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release --example graph_perf                 # pktvec only
 //! cargo run --release --example graph_perf -- --dpdk       # and dpdk-test (Debian: dpdk-dev)
-//! cargo run --release --example graph_perf -- --dpdk --rounds 3 --json out.json --svg docs/results/graph-overhead.svg
+//! cargo run --release --example graph_perf -- --dpdk --rounds 5 --json docs/results/graph-overhead.json --svg docs/results/graph-overhead.svg
+//! cargo run --release --example graph_perf -- --from-json docs/results/graph-overhead.json   # re-print a saved run
 //! ```
 //!
 //! Units (see docs/results/graph-overhead.md): cycles per walk = TSC cycles of one turn of
@@ -17,7 +18,7 @@ use pktvec::perf::{build, topologies};
 use serde::Serialize;
 use std::process::{Command, Stdio};
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug)]
 struct Row {
     topology: String,
     nodes_per_walk: usize,
@@ -88,6 +89,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Each round measures pktvec, then (with --dpdk) runs dpdk-test; the table shows the
     // median over rounds of each, so both sides see the same machine conditions.
     let mut all: Vec<Vec<Row>> = Vec::new();
+    if let Some(path) = value("--from-json") {
+        // Re-print and re-plot a saved run without measuring again.
+        all = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    }
+    let rounds = if all.is_empty() { rounds } else { 0 };
     for round in 0..rounds {
         eprintln!("round {}/{rounds}", round + 1);
         let mut rows = measure_pktvec(walks, reps)?;
@@ -116,9 +122,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|c| c / r.node_visits_per_walk as f64);
         r.ratio_node_call = r.dpdk_cycles_per_walk.map(|d| r.pktvec_cycles_per_walk / d);
     }
-    print_table(&rows, rounds);
+    print_table(&rows, all.len());
 
-    if let Some(path) = value("--json") {
+    if let Some(path) = value("--json").filter(|_| rounds > 0) {
         std::fs::write(&path, serde_json::to_string_pretty(&all)?)?;
         eprintln!("wrote {path} (every round)");
     }
@@ -256,7 +262,7 @@ fn print_table(rows: &[Row], rounds: usize) {
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let max = rows
         .iter()
@@ -273,22 +279,25 @@ fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
     let mut chart = ChartBuilder::on(&root)
         .caption("Cycles per node call (lower is better)", ("sans-serif", 20))
         .margin(15)
-        .x_label_area_size(110)
+        .x_label_area_size(40)
         .y_label_area_size(50)
         .build_cartesian_2d(0f64..n as f64, 0f64..max)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(n)
+        .x_labels(2 * n + 1)
         .x_label_formatter(&|x| {
+            // Label positions fall on multiples of 0.5: name the group at its centre.
             let i = x.floor() as usize;
-            rows.get(i).map_or(String::new(), |r| r.topology.clone())
+            if (x - x.floor() - 0.5).abs() < 1e-6 {
+                rows.get(i).map_or(String::new(), |r| {
+                    r.topology.trim_end_matches("_1snk").replace("_1src", "")
+                })
+            } else {
+                String::new()
+            }
         })
-        .x_label_style(
-            ("sans-serif", 11)
-                .into_font()
-                .transform(FontTransform::Rotate90),
-        )
+        .x_label_style(("sans-serif", 10))
         .y_desc("TSC cycles")
         .draw()?;
     let bars = |f: fn(&Row) -> Option<f64>, off: f64| {
@@ -317,6 +326,7 @@ fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .border_style(BLACK)
         .background_style(WHITE.mix(0.8))
         .draw()?;

@@ -1,5 +1,9 @@
-//! The topologies of DPDK's `graph_perf_autotest`, rebuilt on pktvec, for measuring
-//! dispatch overhead (`benches/graph_overhead.rs`, `examples/graph_perf.rs`).
+//! Measurement graphs shared by the benches and the measuring examples.
+//!
+//! * [`topologies`] / [`build`]: the topologies of DPDK's `graph_perf_autotest`, rebuilt on
+//!   pktvec, for dispatch overhead (`benches/graph_overhead.rs`, `examples/graph_perf.rs`).
+//! * [`prefetch_graph`]: a header-touching node over a large pool visited in random order,
+//!   for the prefetching loop (`benches/prefetch_loop.rs`, `examples/prefetch_perf.rs`).
 //!
 //! As in DPDK's test, the "packets" are buffer indices that no node dereferences: sources
 //! emit a burst of indices, one-arc workers hand their whole vector to the next node,
@@ -23,9 +27,12 @@
 
 use pktvec_graph::{
     next_nodes, Context, Frame, Graph, GraphBuilder, GraphConfig, GraphError, NoError, NoNext,
-    Node, NodeKind,
+    Node, NodeKind, Verdict,
 };
+use pktvec_packet::builder::PacketBuilder;
+use pktvec_packet::wire::Ipv4Packet;
 use pktvec_packet::{BufferPool, PoolConfig};
+use std::net::Ipv4Addr;
 
 next_nodes! {
     /// Arcs of the perf nodes; unused arcs lead to `drop` and are never taken.
@@ -314,6 +321,129 @@ pub fn build(spec: &TopologySpec) -> Result<Graph, GraphError> {
         ..PoolConfig::default()
     })
     .map_err(|e| GraphError::BadConfig(e.to_string()))?;
+    b.build(pool)
+}
+
+next_nodes! {
+    /// Arc of [`ReplaySource`].
+    pub enum ReplayNext {
+        /// To the TTL node.
+        Out = "ip4-ttl",
+    }
+}
+
+/// Input node: each poll emits the next `V` indices of a list of allocated, pre-filled
+/// buffers (no allocation, no copy of packet bytes), cycling.
+pub struct ReplaySource {
+    idx: Vec<u32>,
+    pos: usize,
+}
+
+impl Node for ReplaySource {
+    type Next = ReplayNext;
+    type Error = NoError;
+    const KIND: NodeKind = NodeKind::Input;
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let n = cx.vector_size().min(self.idx.len());
+        if self.pos + n > self.idx.len() {
+            self.pos = 0;
+        }
+        frame.extend_from_slice(&self.idx[self.pos..self.pos + n]);
+        self.pos += n;
+        cx.enqueue_all(frame, ReplayNext::Out);
+    }
+}
+
+next_nodes! {
+    /// Arc of [`TtlNode`].
+    pub enum TtlNext {
+        /// To the sink.
+        Out = "sink",
+    }
+}
+
+/// Reads the IPv4 header at the metadata's L3 offset and rewrites TTL and checksum: one
+/// metadata line and one data line per packet. Never drops (a TTL of 0 is reset to 255) so
+/// the work per packet is constant.
+pub struct TtlNode;
+
+impl Node for TtlNode {
+    type Next = TtlNext;
+    type Error = NoError;
+    #[inline]
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        cx.process_packets(frame, |p| {
+            let off = p.meta().l3_offset as usize;
+            if let Some(l3) = p.data_mut().get_mut(off..) {
+                if let Ok(mut ip) = Ipv4Packet::new_checked(l3) {
+                    if ip.decrement_ttl_update_checksum().is_none() {
+                        ip.set_ttl(255);
+                        ip.fill_checksum();
+                    }
+                }
+            }
+            Verdict::Next(TtlNext::Out)
+        });
+    }
+}
+
+/// A permutation of `0..n` from a seed (xorshift Fisher–Yates).
+pub fn shuffled(n: u32, mut seed: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n).collect();
+    seed |= 1;
+    for i in (1..v.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        v.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
+/// Bytes of memory per buffer with the default pool layout (metadata + headroom + data room).
+pub const BYTES_PER_BUFFER: usize = 64 + 128 + 2048;
+
+/// `source → ip4-ttl → sink` over a pool of `buffers` 64-byte IPv4/UDP frames, all
+/// allocated up front and visited in a random order, so that with a pool larger than the
+/// caches every packet's metadata and header line miss unless prefetched.
+///
+/// ```
+/// let mut g = pktvec::perf::prefetch_graph(1024).unwrap();
+/// g.set_prefetch_distance(4);
+/// g.run_once();
+/// assert_eq!(g.runtime().row("ip4-ttl").unwrap().packets, 256);
+/// ```
+pub fn prefetch_graph(buffers: u32) -> Result<Graph, GraphError> {
+    let frame = PacketBuilder::ethernet([2, 0, 0, 0, 0, 1].into(), [2, 0, 0, 0, 0, 2].into())
+        .ipv4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2))
+        .udp(1, 2)
+        .payload_len(18)
+        .build();
+    let mut pool = BufferPool::new(PoolConfig {
+        buffers,
+        ..PoolConfig::default()
+    })
+    .map_err(|e| GraphError::BadConfig(e.to_string()))?;
+    let mut idx = vec![0u32; buffers as usize];
+    pool.alloc_bulk_exact(&mut idx)
+        .map_err(|e| GraphError::BadConfig(e.to_string()))?;
+    for &bi in &idx {
+        let mut p = pool.packet_mut(bi);
+        if let Ok(dst) = p.append(frame.len()) {
+            dst.copy_from_slice(&frame);
+        }
+        p.meta_mut().l3_offset = 14;
+    }
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add(
+        "source",
+        ReplaySource {
+            idx: shuffled(buffers, 0x9e37_79b9_7f4a_7c15),
+            pos: 0,
+        },
+    )
+    .add("ip4-ttl", TtlNode)
+    .add("sink", PerfSink);
     b.build(pool)
 }
 
