@@ -31,6 +31,8 @@ pub(crate) trait DynNode: Send {
         frame: &mut Frame,
     ) -> u64;
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String);
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
 
 impl<N: Node> DynNode for N {
@@ -51,6 +53,14 @@ impl<N: Node> DynNode for N {
 
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String) {
         self.format_trace(pkt, out)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
@@ -186,6 +196,31 @@ impl Graph {
             .iter()
             .position(|s| s.name == name)
             .map(|i| i as u32)
+    }
+
+    /// The node named `name`, if it has type `N` (to read a node's own counters or
+    /// state, e.g. a sink's per-interface counts).
+    ///
+    /// ```
+    /// use pktvec_graph::{builtin::{NullSink, PacketSource, SourceNext}, GraphBuilder, GraphConfig};
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("src", PacketSource::new(vec![vec![0; 60]]).with_limit(5)).add("tx", NullSink);
+    /// b.set_next("src", SourceNext::Out, "tx");
+    /// let mut g = b.build(pktvec_packet::BufferPool::new(Default::default()).unwrap()).unwrap();
+    /// g.run_until_idle();
+    /// assert_eq!(g.node::<PacketSource>("src").unwrap().produced(), 5);
+    /// assert!(g.node::<NullSink>("src").is_none());
+    /// ```
+    pub fn node<N: Node>(&self, name: &str) -> Option<&N> {
+        let id = self.node_id(name)?;
+        self.slots[id as usize].node.as_any().downcast_ref()
+    }
+
+    /// The node named `name`, writable, if it has type `N` (e.g. to change a node's
+    /// configuration between runs).
+    pub fn node_mut<N: Node>(&mut self, name: &str) -> Option<&mut N> {
+        let id = self.node_id(name)?;
+        self.slots[id as usize].node.as_any_mut().downcast_mut()
     }
 
     /// Name of node `id`.
