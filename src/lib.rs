@@ -10,6 +10,7 @@
 //! | [`packet`] | `pktvec-packet` | buffer pool, per-buffer metadata, zero-copy header views, packet builder |
 //! | [`graph`] | `pktvec-graph` | nodes, frames, graph builder, dispatcher, loop helpers, runtime stats, trace, capture |
 //! | [`io`] | `pktvec-io` | pcap/pcapng replay and capture, traffic generator and profiles, counting sink |
+//! | [`nodes`] | `pktvec-nodes` | protocol nodes: ethernet-input, ip4/ip6 input and rewrite, arp-input, interface-output |
 //! | [`lookup`] | `pktvec-lookup` | IPv4/IPv6 LPM, prefetchable exact-match hash, route tables |
 //!
 //! ```
@@ -31,6 +32,7 @@ pub mod perf;
 pub use pktvec_graph as graph;
 pub use pktvec_io as io;
 pub use pktvec_lookup as lookup;
+pub use pktvec_nodes as nodes;
 pub use pktvec_packet as packet;
 
 /// The names most programs need.

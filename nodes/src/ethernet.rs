@@ -1,0 +1,126 @@
+//! `ethernet-input`: parses the Ethernet header and up to two VLAN tags, records the
+//! offsets in the metadata, strips the L2 header (the packet then starts at L3, as in VPP)
+//! and dispatches by EtherType.
+//!
+//! ```
+//! use pktvec_graph::{builtin::{NullSink, PacketSource, SourceNext}, GraphBuilder, GraphConfig};
+//! use pktvec_nodes::ethernet::{EthernetInput, EthernetNext};
+//! use pktvec_packet::builder::PacketBuilder;
+//! use pktvec_packet::BufferPool;
+//! use std::net::Ipv4Addr;
+//!
+//! let ip4 = PacketBuilder::ethernet([2, 0, 0, 0, 0, 1].into(), [2, 0, 0, 0, 0, 2].into())
+//!     .vlan(10)
+//!     .ipv4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2))
+//!     .udp(1, 2)
+//!     .build();
+//! let mut b = GraphBuilder::new(GraphConfig::default());
+//! b.add("src", PacketSource::new(vec![ip4, vec![0u8; 60]]).with_limit(100))
+//!     .add("ethernet-input", EthernetInput)
+//!     .add("v4", NullSink)
+//!     .set_next("src", SourceNext::Out, "ethernet-input");
+//! for (arc, to) in [(EthernetNext::Ip4, "v4"), (EthernetNext::Ip6, "drop"), (EthernetNext::Arp, "drop"), (EthernetNext::Ndn, "drop")] {
+//!     b.set_next("ethernet-input", arc, to);
+//! }
+//! let mut g = b.build(BufferPool::new(Default::default())?)?;
+//! g.run_until_idle();
+//! assert_eq!(g.runtime().row("v4").unwrap().packets, 50);
+//! assert_eq!(g.errors().count("ethernet-input", "unknown ethertype"), 50);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
+use pktvec_packet::wire::{parse_l2, EtherType, WireError};
+use pktvec_packet::{MetaFlags, Packet};
+use std::fmt::Write as _;
+
+/// EtherType of NDN over Ethernet.
+pub const ETHERTYPE_NDN: EtherType = EtherType(0x8624);
+
+next_nodes! {
+    /// Arcs of `ethernet-input`.
+    pub enum EthernetNext {
+        /// IPv4.
+        Ip4 = "ip4-input",
+        /// IPv6.
+        Ip6 = "ip6-input",
+        /// ARP.
+        Arp = "arp-input",
+        /// NDN (EtherType 0x8624).
+        Ndn = "ndn-lookup",
+    }
+}
+
+node_errors! {
+    /// Drop reasons of `ethernet-input`.
+    pub enum EthernetError {
+        /// Shorter than an Ethernet header or a tag.
+        Truncated = "truncated frame",
+        /// More than two VLAN tags.
+        TooManyVlans = "more than two vlan tags",
+        /// No node for this EtherType.
+        UnknownEthertype = "unknown ethertype",
+    }
+}
+
+/// The `ethernet-input` node.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EthernetInput;
+
+/// Classifies one frame: records offsets, strips L2, returns the verdict.
+#[inline(always)]
+pub fn ethernet_input_one(
+    pkt: &mut pktvec_packet::PacketMut<'_>,
+) -> Verdict<EthernetNext, EthernetError> {
+    let l2 = match parse_l2(pkt.data()) {
+        Ok(l2) => l2,
+        Err(WireError::TooManyVlans) => return Verdict::Drop(EthernetError::TooManyVlans),
+        Err(_) => return Verdict::Drop(EthernetError::Truncated),
+    };
+    let next = match l2.ethertype {
+        EtherType::IPV4 => EthernetNext::Ip4,
+        EtherType::IPV6 => EthernetNext::Ip6,
+        EtherType::ARP => EthernetNext::Arp,
+        ETHERTYPE_NDN => EthernetNext::Ndn,
+        _ => return Verdict::Drop(EthernetError::UnknownEthertype),
+    };
+    let m = pkt.meta_mut();
+    m.l2_offset = m.data_offset;
+    m.l3_offset = m.data_offset + l2.l3_offset;
+    m.flags.insert(MetaFlags::L2_VALID);
+    m.flags.insert(MetaFlags::L3_VALID);
+    // parse_l2 guarantees l3_offset <= len.
+    let _ = pkt.advance(l2.l3_offset as usize);
+    Verdict::Next(next)
+}
+
+impl Node for EthernetInput {
+    type Next = EthernetNext;
+    type Error = EthernetError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        cx.process_packets(frame, ethernet_input_one);
+    }
+
+    fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
+        match parse_l2(pkt.data()) {
+            Ok(l2) => {
+                let d = pkt.data();
+                let mac = |o: usize| {
+                    d[o..o + 6]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<Vec<_>>()
+                        .join(":")
+                };
+                let _ = write!(out, "{}: {} -> {}", l2.ethertype, mac(6), mac(0));
+                for v in &l2.vlans[..l2.n_vlans as usize] {
+                    let _ = write!(out, " vlan {v}");
+                }
+            }
+            Err(e) => {
+                let _ = write!(out, "bad frame ({e}), {} bytes", pkt.len());
+            }
+        }
+    }
+}

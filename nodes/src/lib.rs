@@ -1,0 +1,24 @@
+//! # pktvec-nodes
+//!
+//! Protocol nodes for pktvec graphs, each a vector node built on the prefetching 4/2/1
+//! loop, every drop counted with a reason, no panic on any input:
+//!
+//! | node | module | does |
+//! |---|---|---|
+//! | `ethernet-input` | [`ethernet`] | Ethernet + 802.1Q/QinQ parse, offsets in metadata, strips L2, dispatch by EtherType |
+//! | `ip4-input` | [`ip4`] | version, IHL, total length, checksum, TTL, options and fragment policies |
+//! | `ip4-rewrite` | [`ip4`] | TTL − 1 with incremental checksum, Ethernet header from an adjacency |
+//! | `ip6-input` | [`ip6`] | version, payload length, hop limit |
+//! | `ip6-rewrite` | [`ip6`] | hop limit − 1, Ethernet header from an adjacency |
+//! | `arp-input` | [`arp`] | replies for our addresses, learns neighbours |
+//! | `interface-output` | [`output`] | per-interface counters, hand-off to the transmit node |
+//!
+//! Each node's per-packet function (`*_one`) is public too, for tests and for nodes that
+//! fuse several steps.
+#![warn(missing_docs)]
+
+pub mod arp;
+pub mod ethernet;
+pub mod ip4;
+pub mod ip6;
+pub mod output;

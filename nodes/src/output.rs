@@ -1,0 +1,87 @@
+//! `interface-output`: counts packets and bytes per transmit interface
+//! (`BufferMeta::tx_if`) and passes them on to the transmit node (a pcap sink, a counting
+//! sink, or a DPDK tx queue in a later issue). Packets for an interface that does not exist
+//! are dropped with a reason.
+//!
+//! ```
+//! use pktvec_nodes::output::InterfaceOutput;
+//! let out = InterfaceOutput::new(4);
+//! assert_eq!(out.counters().len(), 4);
+//! ```
+
+use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
+use pktvec_packet::Packet;
+use std::fmt::Write as _;
+
+next_nodes! {
+    /// Arcs of `interface-output`.
+    pub enum OutputNext {
+        /// Transmit.
+        Tx = "tx",
+    }
+}
+
+node_errors! {
+    /// Drop reasons of `interface-output`.
+    pub enum OutputError {
+        /// `tx_if` is not an interface of this node.
+        BadInterface = "no such tx interface",
+    }
+}
+
+/// Packets and bytes sent on one interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes (frame length without FCS).
+    pub bytes: u64,
+}
+
+/// The `interface-output` node.
+#[derive(Debug, Clone)]
+pub struct InterfaceOutput {
+    ports: Vec<PortCounters>,
+}
+
+impl InterfaceOutput {
+    /// A node for interfaces `0..interfaces`.
+    pub fn new(interfaces: usize) -> Self {
+        InterfaceOutput {
+            ports: vec![PortCounters::default(); interfaces],
+        }
+    }
+    /// Counters per interface.
+    pub fn counters(&self) -> &[PortCounters] {
+        &self.ports
+    }
+}
+
+impl Node for InterfaceOutput {
+    type Next = OutputNext;
+    type Error = OutputError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let ports = &mut self.ports;
+        cx.process_packets(frame, |p| {
+            let len = p.len() as u64;
+            match ports.get_mut(p.meta().tx_if as usize) {
+                Some(c) => {
+                    c.packets += 1;
+                    c.bytes += len;
+                    Verdict::Next(OutputNext::Tx)
+                }
+                None => Verdict::Drop(OutputError::BadInterface),
+            }
+        });
+    }
+
+    fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
+        let _ = write!(
+            out,
+            "tx interface {}, {} bytes",
+            pkt.meta().tx_if,
+            pkt.len()
+        );
+    }
+}
