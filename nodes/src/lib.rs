@@ -11,6 +11,7 @@
 //! | `ip6-input` | [`ip6`] | version, payload length, hop limit |
 //! | `ip6-rewrite` | [`ip6`] | hop limit − 1, Ethernet header from an adjacency |
 //! | `arp-input` | [`arp`] | replies for our addresses, learns neighbours |
+//! | `crypto` | [`crypto`] | AES-GCM / ChaCha20-Poly1305 over the payload, in place (RustCrypto) |
 //! | `interface-output` | [`output`] | per-interface counters, hand-off to the transmit node |
 //!
 //! Each node's per-packet function (`*_one`) is public too, for tests and for nodes that
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod arp;
+pub mod crypto;
 pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
