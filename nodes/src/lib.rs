@@ -12,6 +12,7 @@
 //! | `ip6-rewrite` | [`ip6`] | hop limit − 1, Ethernet header from an adjacency |
 //! | `arp-input` | [`arp`] | replies for our addresses, learns neighbours |
 //! | `crypto` | [`crypto`] | AES-GCM / ChaCha20-Poly1305 over the payload, in place (RustCrypto) |
+//! | `l2-xconnect` | [`xconnect`] | fixed rx→tx interface pairs (l2fwd's port pairs), optional source MAC rewrite |
 //! | `interface-output` | [`output`] | per-interface counters, hand-off to the transmit node |
 //!
 //! Each node's per-packet function (`*_one`) is public too, for tests and for nodes that
@@ -24,3 +25,4 @@ pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
 pub mod output;
+pub mod xconnect;

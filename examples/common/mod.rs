@@ -1,0 +1,201 @@
+//! What every forwarder example shares: traffic options (profile or capture), graph
+//! settings, the run loop with a progress line, and the report (runtime table, errors,
+//! conservation, optional JSON).
+#![allow(dead_code)]
+
+use clap::Args;
+use pktvec::graph::builtin::NullSink;
+use pktvec::graph::{Graph, GraphBuilder, GraphConfig};
+use pktvec::io::capture::{read_capture, PcapSink, PcapSource, PcapSourceNext};
+use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
+use pktvec::io::profile::TrafficProfile;
+use pktvec::packet::{BufferPool, PoolConfig};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Options shared by the forwarders.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Traffic profile (TOML); the forwarder's built-in profile if absent.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Replay this pcap/pcapng capture instead of generating traffic (looping).
+    #[arg(long, conflicts_with = "profile")]
+    pub pcap_in: Option<PathBuf>,
+    /// Write the transmitted packets to this pcap file.
+    #[arg(long)]
+    pub pcap_out: Option<PathBuf>,
+    /// Packets to process.
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub packets: u64,
+    /// Vector size V (1..=4096).
+    #[arg(long, default_value_t = 256)]
+    pub vector_size: usize,
+    /// Sub-batch size b of the two-phase lookups.
+    #[arg(long, default_value_t = 16)]
+    pub sub_batch: usize,
+    /// Prefetch distance of the 4/2/1 loops (0 = off).
+    #[arg(long, default_value_t = 4)]
+    pub prefetch: usize,
+    /// Buffers in the pool.
+    #[arg(long, default_value_t = 16384)]
+    pub buffers: u32,
+    /// Trace this many packets and print the trace.
+    #[arg(long, default_value_t = 0)]
+    pub trace: usize,
+    /// Print the statistics as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl CommonArgs {
+    /// Graph settings from the options.
+    pub fn graph_config(&self) -> GraphConfig {
+        GraphConfig {
+            vector_size: self.vector_size,
+            prefetch_distance: self.prefetch,
+            sub_batch: self.sub_batch,
+            ..GraphConfig::default()
+        }
+    }
+
+    /// The buffer pool.
+    pub fn pool(&self) -> Result<BufferPool, Box<dyn std::error::Error>> {
+        Ok(BufferPool::new(PoolConfig {
+            buffers: self.buffers,
+            ..PoolConfig::default()
+        })?)
+    }
+
+    /// The profile from `--profile`, or `default` (TOML text).
+    pub fn profile(&self, default: &str) -> Result<TrafficProfile, Box<dyn std::error::Error>> {
+        let text = match &self.profile {
+            Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            None => default.to_string(),
+        };
+        Ok(TrafficProfile::from_toml(&text)?)
+    }
+}
+
+/// The input node the options ask for.
+pub enum Input {
+    /// Generated traffic.
+    Generator(GeneratorSource),
+    /// A capture replayed in a loop.
+    Pcap(PcapSource),
+}
+
+impl Input {
+    /// Adds the input node under `name`, sending to `target`.
+    pub fn add_to(self, b: &mut GraphBuilder, name: &str, target: &str) {
+        match self {
+            Input::Generator(g) => {
+                b.add(name, g).set_next(name, GeneratorNext::Out, target);
+            }
+            Input::Pcap(p) => {
+                b.add(name, p).set_next(name, PcapSourceNext::Out, target);
+            }
+        }
+    }
+}
+
+/// Adds the transmit sink `name`: the pcap writer if `--pcap-out`, else a null sink.
+pub fn add_tx(
+    b: &mut GraphBuilder,
+    name: &str,
+    args: &CommonArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
+    match args.pcap_out()? {
+        Some(sink) => b.add(name, sink),
+        None => b.add(name, NullSink),
+    };
+    Ok(())
+}
+
+impl CommonArgs {
+    /// Builds the input: a capture if `--pcap-in`, else the generator over `gen`.
+    pub fn input(
+        &self,
+        gen: impl FnOnce() -> Result<Generator, Box<dyn std::error::Error>>,
+    ) -> Result<Input, Box<dyn std::error::Error>> {
+        Ok(match &self.pcap_in {
+            Some(p) => {
+                let cap = read_capture(p)?;
+                if cap.packets.is_empty() {
+                    return Err(format!("{}: no Ethernet packets", p.display()).into());
+                }
+                Input::Pcap(PcapSource::new(cap).looping(true).with_limit(self.packets))
+            }
+            None => Input::Generator(GeneratorSource::new(gen()?).with_limit(self.packets)),
+        })
+    }
+
+    /// The transmit sink: a pcap writer if `--pcap-out`, else None (use a null sink).
+    pub fn pcap_out(&self) -> Result<Option<PcapSink>, Box<dyn std::error::Error>> {
+        Ok(match &self.pcap_out {
+            Some(p) => Some(PcapSink::create(p)?),
+            None => None,
+        })
+    }
+}
+
+/// Runs the graph until the input is exhausted, with a progress line every second on
+/// stderr, then prints the report. Fails if packets were lost.
+pub fn run_and_report(
+    name: &str,
+    graph: &mut Graph,
+    args: &CommonArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if args.trace > 0 {
+        graph.trace_add(args.trace);
+    }
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let mut done = 0u64;
+    loop {
+        let n = graph.run_once();
+        done += n;
+        if n == 0 && graph.conservation().in_flight == 0 {
+            break;
+        }
+        if last.elapsed().as_secs_f64() >= 1.0 {
+            last = Instant::now();
+            eprintln!(
+                "{name}: {done:>12} / {} packets, {:.2} Mpps",
+                args.packets,
+                done as f64 / start.elapsed().as_secs_f64() / 1e6
+            );
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rt = graph.runtime();
+    let errors = graph.errors();
+    let c = graph.conservation();
+    if args.json {
+        let v = serde_json::json!({
+            "forwarder": name,
+            "packets": done,
+            "seconds": secs,
+            "mpps": done as f64 / secs / 1e6,
+            "runtime": rt,
+            "errors": errors,
+            "conservation": c,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        if args.trace > 0 {
+            println!("{}", graph.trace());
+        }
+        println!("{rt}\n");
+        println!("{errors}");
+        println!(
+            "{name}: {done} packets in {secs:.3} s: {:.2} Mpps",
+            done as f64 / secs / 1e6
+        );
+        println!("conservation: {c}");
+    }
+    if !c.is_balanced() || c.buffers_in_use != 0 {
+        return Err("packets were lost".into());
+    }
+    Ok(())
+}
