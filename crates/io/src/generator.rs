@@ -250,30 +250,9 @@ fn host_mac(i: u64) -> MacAddr {
     MacAddr([0x02, 0x00, b[0], b[1], b[2], b[3]])
 }
 
-/// NDN TLV: type and length as 1-byte or 3-byte (0xFD) numbers.
-fn tlv(out: &mut Vec<u8>, t: u8, value: &[u8]) {
-    out.push(t);
-    if value.len() < 253 {
-        out.push(value.len() as u8);
-    } else {
-        out.push(0xfd);
-        out.extend_from_slice(&(value.len() as u16).to_be_bytes());
-    }
-    out.extend_from_slice(value);
-}
-
 /// Encodes an NDN Interest (TLV 0x05) for `name` with a nonce.
 pub fn ndn_interest(name: &str, nonce: u32) -> Vec<u8> {
-    let mut comps = Vec::new();
-    for c in name.split('/').filter(|c| !c.is_empty()) {
-        tlv(&mut comps, 0x08, c.as_bytes());
-    }
-    let mut inner = Vec::new();
-    tlv(&mut inner, 0x07, &comps);
-    tlv(&mut inner, 0x0a, &nonce.to_be_bytes());
-    let mut out = Vec::new();
-    tlv(&mut out, 0x05, &inner);
-    out
+    pktvec_packet::wire::ndn::interest(name, nonce)
 }
 
 impl Generator {

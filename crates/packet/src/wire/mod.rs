@@ -114,6 +114,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ndn;
 pub mod tcp;
 pub mod udp;
 
@@ -124,6 +125,7 @@ pub use ethernet::{
 pub use icmp::{Icmpv4Packet, Icmpv4Type, Icmpv6Packet, Icmpv6Type};
 pub use ipv4::{IpProtocol, Ipv4Packet};
 pub use ipv6::Ipv6Packet;
+pub use ndn::NdnInterest;
 pub use tcp::{TcpFlags, TcpPacket};
 pub use udp::UdpPacket;
 
