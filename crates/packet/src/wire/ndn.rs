@@ -7,7 +7,7 @@
 //! ```
 //! use pktvec_packet::wire::ndn::NdnInterest;
 //! // Interest { Name { "com", "example" }, Nonce }
-//! let pkt = [0x05, 0x14, 0x07, 0x0c, 0x08, 0x03, b'c', b'o', b'm', 0x08, 0x07,
+//! let pkt = [0x05, 0x16, 0x07, 0x0e, 0x08, 0x03, b'c', b'o', b'm', 0x08, 0x07,
 //!            b'e', b'x', b'a', b'm', b'p', b'l', b'e', 0x0a, 0x04, 1, 2, 3, 4];
 //! let i = NdnInterest::new_checked(&pkt[..])?;
 //! let comps: Vec<&[u8]> = i.components().collect();
