@@ -1,1 +1,83 @@
-fn main() {}
+//! IPv4 LPM lookups (`pktvec::lookup::ipv4::Lpm4`): a generated 1M-prefix table with a real
+//! BGP prefix-length distribution, and the real tier1 table (901,899 prefixes) when present;
+//! random destinations; single lookup, and vectors of 256 keys without and with prefetch.
+//!
+//! ```text
+//! cargo bench --bench lpm4 --no-run
+//! flock /tmp/pktvec-bench.lock cargo bench --bench lpm4
+//! ```
+//!
+//! Every iteration looks up one vector of 256 keys (throughput is in keys), walking through a
+//! 1M-key array so the first-level lines are cold as they are for real traffic.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
+use pktvec::lookup::routes::{self, Route4};
+use std::hint::black_box;
+use std::time::Duration;
+
+const VEC: usize = 256;
+const N_KEYS: usize = 1 << 20;
+const TIER1: &str = "/work/shared/data/routes/tier1-fulltable-ipv4.txt.xz";
+
+fn tables() -> Vec<(&'static str, Vec<Route4>)> {
+    let mut t = vec![("gen-1M", routes::generate_ipv4(1_000_000, 1))];
+    match routes::load_ipv4_file(TIER1) {
+        Ok(r) => t.push(("tier1-902k", r)),
+        Err(e) => eprintln!("note: tier1 table skipped: {e}"),
+    }
+    t
+}
+
+fn bench(c: &mut Criterion) {
+    let keys: Vec<u32> = routes::random_ipv4_keys(N_KEYS, 42)
+        .into_iter()
+        .map(u32::from)
+        .collect();
+    for (name, table) in tables() {
+        let lpm = Lpm4::from_routes(Lpm4Config::default(), &table).expect("table fits");
+        let mut g = c.benchmark_group(format!("lpm4/{name}"));
+        g.throughput(Throughput::Elements(VEC as u64))
+            .sample_size(30)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(3));
+        let mut out = vec![None; VEC];
+        let mut pos = 0usize;
+        let mut next = move || {
+            pos = (pos + VEC) % N_KEYS;
+            pos
+        };
+        g.bench_function("single", |b| {
+            b.iter(|| {
+                let p = next();
+                for &k in &keys[p..p + VEC] {
+                    black_box(lpm.lookup(k));
+                }
+            })
+        });
+        g.bench_function("bulk-256-no-prefetch", |b| {
+            b.iter(|| {
+                let p = next();
+                lpm.lookup_bulk(&keys[p..p + VEC], &mut out);
+                black_box(&out);
+            })
+        });
+        for sub in [256usize, 32] {
+            g.bench_with_input(
+                BenchmarkId::new("vector-256-prefetch", sub),
+                &sub,
+                |b, &sub| {
+                    b.iter(|| {
+                        let p = next();
+                        lpm.lookup_vector_batched(&keys[p..p + VEC], &mut out, sub);
+                        black_box(&out);
+                    })
+                },
+            );
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -10,6 +10,9 @@
 //! | `ip4-rewrite` | [`ip4`] | TTL − 1 with incremental checksum, Ethernet header from an adjacency |
 //! | `ip6-input` | [`ip6`] | version, payload length, hop limit |
 //! | `ip6-rewrite` | [`ip6`] | hop limit − 1, Ethernet header from an adjacency |
+//! | `ip4-lookup`, `ip6-lookup` | [`lookup`] | two-phase LPM of the destination, adjacency index to `opaque` |
+//! | `l2-learn`, `l2-forward` | [`l2`] | two-phase MAC lookups in a shared table; learning; flood or drop unknown unicast |
+//! | `ndn-lookup` | [`ndn`] | longest name-prefix match of NDN Interests in a hash FIB |
 //! | `arp-input` | [`arp`] | replies for our addresses, learns neighbours |
 //! | `crypto` | [`crypto`] | AES-GCM / ChaCha20-Poly1305 over the payload, in place (RustCrypto) |
 //! | `l2-xconnect` | [`xconnect`] | fixed rx→tx interface pairs (l2fwd's port pairs), optional source MAC rewrite |
@@ -24,5 +27,8 @@ pub mod crypto;
 pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
+pub mod l2;
+pub mod lookup;
+pub mod ndn;
 pub mod output;
 pub mod xconnect;

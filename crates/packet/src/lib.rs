@@ -37,6 +37,7 @@
 
 pub mod builder;
 pub mod checksum;
+pub mod mem;
 pub mod meta;
 pub mod packet;
 pub mod pool;

@@ -261,6 +261,23 @@ impl BufferPool {
         Ok(bi)
     }
 
+    /// Allocates a new buffer holding a copy of packet `bi` (bytes at the same offset, and
+    /// the metadata, except for flags the pool owns). `None` if the pool is empty. For
+    /// replication (flooding, mirroring).
+    pub fn clone_packet(&mut self, bi: u32) -> Option<u32> {
+        let new = self.alloc()?;
+        let m = self.meta[bi as usize];
+        let src = bi as usize * self.stride;
+        let dst = new as usize * self.stride;
+        let size = self.buf_size as usize;
+        bytemuck::cast_slice_mut::<Line, u8>(&mut self.arena).copy_within(src..src + size, dst);
+        let mut flags = m.flags;
+        flags.remove(MetaFlags::FREE);
+        flags.remove(MetaFlags::TRACED);
+        self.meta[new as usize] = BufferMeta { flags, ..m };
+        Some(new)
+    }
+
     /// Returns one buffer to the pool. Returns false (and counts a double free) if it was
     /// already free.
     #[inline]
@@ -486,6 +503,22 @@ mod tests {
             p.alloc_with(&[0; 4000]),
             Err(PoolError::TooLong { .. })
         ));
+    }
+
+    #[test]
+    fn clone_packet_copies_bytes_and_metadata() {
+        let mut p = small(3);
+        let a = p.alloc_with(b"abcdef").unwrap();
+        p.packet_mut(a).advance(2).unwrap();
+        p.meta_mut(a).rx_if = 4;
+        let b = p.clone_packet(a).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(p.data(b), b"cdef");
+        assert_eq!(p.meta(b).rx_if, 4);
+        p.data_mut(b)[0] = b'X';
+        assert_eq!(p.data(a), b"cdef", "the copy is independent");
+        let _c = p.alloc().unwrap();
+        assert_eq!(p.clone_packet(a), None, "empty pool");
     }
 
     #[test]

@@ -1,0 +1,472 @@
+//! IPv4 LPM lookup cost of pktvec's `Lpm4` and, in the same sitting, of DPDK's rte_lpm on
+//! the same route table and the same random destinations; prints cycles per lookup and ratios.
+//!
+//! ```text
+//! cargo build --release --example lpm4_perf
+//! flock /tmp/pktvec-bench.lock target/release/examples/lpm4_perf                # pktvec only
+//! flock /tmp/pktvec-bench.lock target/release/examples/lpm4_perf --dpdk         # and rte_lpm
+//! ... --dpdk --json docs/results/lookup-ipv4.json --svg docs/results/lookup-ipv4.svg
+//! ```
+//!
+//! Options: `--routes N` (generated table size, default 1,000,000), `--keys N` (random
+//! destinations, default 1,048,576), `--reps N` (passes per method; the best is reported,
+//! default 5), `--tables gen,tier1` (which tables), `--dpdk` (build and run
+//! `benches/dpdk/lpm4_bench.c` against the files written to `--dir`, default /tmp).
+//!
+//! Every method of both libraries answers every key; answers are folded into an FNV-1a
+//! checksum (a miss counted as 0xffffffff) and the run fails if the two libraries disagree.
+
+use pktvec::graph::clock;
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, MISS};
+use pktvec::lookup::routes::{self, Route4};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const VEC: usize = 256;
+const TIER1: &str = "/work/shared/data/routes/tier1-fulltable-ipv4.txt.xz";
+
+#[derive(Serialize, Clone, Debug)]
+struct Row {
+    table: String,
+    library: String,
+    method: String,
+    cycles_per_lookup: f64,
+    mlookups_per_s: f64,
+    checksum: String,
+    /// rte_lpm_lookup cycles / this method's cycles (higher is better), if measured.
+    speedup_vs_rte_lpm_lookup: Option<f64>,
+    /// best rte_lpm method's cycles / this method's cycles, if measured.
+    speedup_vs_best_rte_lpm: Option<f64>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+struct TableInfo {
+    table: String,
+    routes: usize,
+    keys: usize,
+    groups: u32,
+    pktvec_bytes: usize,
+    pktvec_bytes_per_route: f64,
+    rte_lpm_bytes: Option<u64>,
+    rte_lpm_bytes_per_route: Option<f64>,
+    rte_lpm_tbl8s: u32,
+    build_ms: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    tsc_hz: f64,
+    tables: Vec<TableInfo>,
+    rows: Vec<Row>,
+}
+
+fn fnv(answers: &[Option<u32>]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for a in answers {
+        let v = a.unwrap_or(u32::MAX);
+        for s in (0..32).step_by(8) {
+            h ^= u64::from((v >> s) & 0xff);
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// (method name, best cycles per lookup, answer checksum)
+type Measured = (String, f64, u64);
+
+/// (name, uses the raw `u32` output, body)
+type Method<'a> = (
+    String,
+    bool,
+    Box<dyn Fn(&[u32], &mut [Option<u32>], &mut [u32]) + 'a>,
+);
+
+/// Runs every method once per pass, `reps` passes (interleaved, so drifts in machine load
+/// hit all methods alike); returns each method's best cycles per key and its checksum.
+fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
+    let mut methods: Vec<Method> = Vec::new();
+    methods.push((
+        "single lookup()".into(),
+        false,
+        Box::new(|k, o, _| {
+            for (k, o) in k.iter().zip(o.iter_mut()) {
+                *o = lpm.lookup(*k);
+            }
+        }),
+    ));
+    methods.push((
+        "vector-256 lookup_bulk (no prefetch)".into(),
+        false,
+        Box::new(|k, o, _| {
+            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
+                lpm.lookup_bulk(k, o);
+            }
+        }),
+    ));
+    for b in [256usize, 64, 32, 16] {
+        methods.push((
+            format!("vector-256 prefetch b={b}"),
+            false,
+            Box::new(move |k, o, _| {
+                for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
+                    lpm.lookup_vector_batched(k, o, b);
+                }
+            }),
+        ));
+    }
+    // The graph's two-phase helper: prefetch(key) for a sub-batch, then lookup(key).
+    methods.push((
+        "prefetch()+lookup() b=32".into(),
+        false,
+        Box::new(|k, o, _| {
+            for (k, o) in k.chunks(32).zip(o.chunks_mut(32)) {
+                for &key in k {
+                    lpm.prefetch(key);
+                }
+                for (key, o) in k.iter().zip(o.iter_mut()) {
+                    *o = lpm.lookup(*key);
+                }
+            }
+        }),
+    ));
+    methods.push((
+        "single lookup_raw()".into(),
+        true,
+        Box::new(|k, _, r| {
+            for (k, r) in k.iter().zip(r.iter_mut()) {
+                *r = lpm.lookup_raw(*k);
+            }
+        }),
+    ));
+    methods.push((
+        "vector-256 lookup_bulk_raw (no prefetch)".into(),
+        true,
+        Box::new(|k, _, r| {
+            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                lpm.lookup_bulk_raw(k, r);
+            }
+        }),
+    ));
+    for b in [256usize, 64, 32, 16] {
+        methods.push((
+            format!("vector-256 prefetch raw b={b}"),
+            true,
+            Box::new(move |k, _, r| {
+                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                    lpm.lookup_vector_raw(k, r, b);
+                }
+            }),
+        ));
+    }
+    let mut out = vec![None; keys.len()];
+    let mut raw = vec![0u32; keys.len()];
+    let mut best = vec![f64::MAX; methods.len()];
+    let mut sums = vec![0u64; methods.len()];
+    for _ in 0..reps {
+        for (i, (_, is_raw, f)) in methods.iter().enumerate() {
+            out.iter_mut().for_each(|o| *o = Some(u32::MAX - 1));
+            raw.iter_mut().for_each(|o| *o = u32::MAX - 1);
+            let t0 = clock::now();
+            f(keys, &mut out, &mut raw);
+            let c = (clock::now() - t0) as f64 / keys.len() as f64;
+            best[i] = best[i].min(c);
+            if *is_raw {
+                for (o, r) in out.iter_mut().zip(&raw) {
+                    *o = (*r != MISS).then_some(*r);
+                }
+            }
+            sums[i] = fnv(&out);
+        }
+    }
+    methods
+        .into_iter()
+        .zip(best.into_iter().zip(sums))
+        .map(|((name, _, _), (c, s))| (name, c, s))
+        .collect()
+}
+
+fn build_harness(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let bin = dir.join("lpm4_bench");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/dpdk/lpm4_bench.c");
+    let cmd = format!(
+        "cc -O3 $(pkg-config --cflags libdpdk) {} -o {} $(pkg-config --libs libdpdk)",
+        src.display(),
+        bin.display()
+    );
+    eprintln!("building: {cmd}");
+    let st = Command::new("sh").arg("-c").arg(&cmd).status()?;
+    if !st.success() {
+        return Err(format!("building the harness failed: {cmd}").into());
+    }
+    Ok(bin)
+}
+
+/// Runs the C harness; returns (method, cycles, checksum) rows and rte_lpm's bytes.
+fn run_dpdk(
+    bin: &Path,
+    routes: &Path,
+    keys: &Path,
+    reps: usize,
+    tbl8s: u32,
+) -> Result<(Vec<Measured>, Option<u64>), Box<dyn std::error::Error>> {
+    let args = [
+        "--no-huge".to_string(),
+        "-m".into(),
+        "2048".into(),
+        "--no-pci".into(),
+        "-l".into(),
+        "0".into(),
+        "--log-level=1".into(),
+        "--".into(),
+        routes.display().to_string(),
+        keys.display().to_string(),
+        reps.to_string(),
+        tbl8s.to_string(),
+    ];
+    eprintln!("running: {} {}", bin.display(), args.join(" "));
+    let out = Command::new(bin).args(&args).output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "lpm4_bench failed: {}\n{text}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let mut rows = Vec::new();
+    let mut mem = None;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["result", name, cyc, sum] => rows.push((
+                name.to_string(),
+                cyc.parse()?,
+                u64::from_str_radix(sum, 16)?,
+            )),
+            ["memory", b] => mem = Some(b.parse()?),
+            _ => eprintln!("  {line}"),
+        }
+    }
+    Ok((rows, mem))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let value = |f: &str| {
+        args.iter()
+            .position(|a| a == f)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let n_routes: usize = value("--routes").map_or(Ok(1_000_000), |s| s.parse())?;
+    let n_keys: usize = value("--keys").map_or(Ok(1 << 20), |s| s.parse())?;
+    let reps: usize = value("--reps").map_or(Ok(5), |s| s.parse())?;
+    let tables = value("--tables").unwrap_or_else(|| "gen,tier1".into());
+    let dir = PathBuf::from(value("--dir").unwrap_or_else(|| "/tmp".into()));
+    let dpdk = flag("--dpdk");
+    let tbl8s: u32 = 65_536;
+    let hz = clock::tsc_hz();
+    let harness = if dpdk {
+        Some(build_harness(&dir)?)
+    } else {
+        None
+    };
+
+    let n_keys = n_keys - n_keys % VEC;
+    let keys: Vec<u32> = routes::random_ipv4_keys(n_keys, 42)
+        .into_iter()
+        .map(u32::from)
+        .collect();
+    let keys_path = dir.join("lpm4_keys.txt");
+    routes::write_keys_file(&keys_path, &routes::random_ipv4_keys(n_keys, 42))?;
+
+    let mut report = Report {
+        tsc_hz: hz,
+        tables: Vec::new(),
+        rows: Vec::new(),
+    };
+    for table in tables.split(',') {
+        let (name, table_routes): (String, Vec<Route4>) = match table {
+            "gen" => (
+                format!("generated {n_routes}"),
+                routes::generate_ipv4(n_routes, 1),
+            ),
+            "tier1" => {
+                if !Path::new(TIER1).exists() {
+                    eprintln!("note: {TIER1} not present, skipping");
+                    continue;
+                }
+                ("tier1 real".to_string(), routes::load_ipv4_file(TIER1)?)
+            }
+            path => (path.to_string(), routes::load_ipv4_file(path)?),
+        };
+        // rte_lpm carries 24-bit next hops: use the same on both sides.
+        let table_routes: Vec<Route4> = table_routes
+            .into_iter()
+            .map(|r| Route4 {
+                next_hop: r.next_hop & 0xff_ffff,
+                ..r
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let lpm = Lpm4::from_routes(Lpm4Config::default(), &table_routes)?;
+        let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let routes_path = dir.join("lpm4_routes.txt");
+        routes::write_routes_file(&routes_path, &table_routes)?;
+        eprintln!("{name}: {} routes, built in {build_ms:.0} ms", lpm.len());
+
+        let mine = ours(&lpm, &keys, reps);
+        let (theirs, rte_mem) = match &harness {
+            Some(bin) => run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s)?,
+            None => (Vec::new(), None),
+        };
+        let base = theirs.iter().find(|r| r.0 == "rte_lpm_lookup").map(|r| r.1);
+        let best = theirs.iter().map(|r| r.1).reduce(f64::min);
+        let want = mine[0].2;
+        for (lib, rows) in [("pktvec", &mine), ("rte_lpm", &theirs)] {
+            for (method, c, sum) in rows.iter() {
+                if *sum != want {
+                    return Err(format!(
+                        "{name}: {lib} {method} answers differ (checksum {sum:016x} vs {want:016x})"
+                    )
+                    .into());
+                }
+                report.rows.push(Row {
+                    table: name.clone(),
+                    library: lib.to_string(),
+                    method: method.clone(),
+                    cycles_per_lookup: *c,
+                    mlookups_per_s: hz / c / 1e6,
+                    checksum: format!("{sum:016x}"),
+                    speedup_vs_rte_lpm_lookup: base.map(|b| b / c),
+                    speedup_vs_best_rte_lpm: best.map(|b| b / c),
+                });
+            }
+        }
+        let mem = lpm.memory_bytes();
+        report.tables.push(TableInfo {
+            table: name.clone(),
+            routes: lpm.len(),
+            keys: keys.len(),
+            groups: lpm.groups_in_use(),
+            pktvec_bytes: mem,
+            pktvec_bytes_per_route: mem as f64 / lpm.len() as f64,
+            rte_lpm_bytes: rte_mem,
+            rte_lpm_bytes_per_route: rte_mem.map(|m| m as f64 / lpm.len() as f64),
+            rte_lpm_tbl8s: tbl8s,
+            build_ms,
+        });
+    }
+    print_report(&report);
+    if let Some(p) = value("--json") {
+        std::fs::write(&p, serde_json::to_string_pretty(&report)?)?;
+        eprintln!("wrote {p}");
+    }
+    if let Some(p) = value("--svg") {
+        plot(&report, &p)?;
+        eprintln!("wrote {p}");
+    }
+    Ok(())
+}
+
+fn print_report(r: &Report) {
+    println!();
+    println!(
+        "TSC {:.3} GHz; best of the passes; all answers identical across methods and libraries",
+        r.tsc_hz / 1e9
+    );
+    for t in &r.tables {
+        println!();
+        println!(
+            "{}: {} routes, {} random keys, {} groups; memory pktvec {:.1} MiB ({:.1} B/route){}",
+            t.table,
+            t.routes,
+            t.keys,
+            t.groups,
+            t.pktvec_bytes as f64 / 1048576.0,
+            t.pktvec_bytes_per_route,
+            t.rte_lpm_bytes.map_or(String::new(), |b| format!(
+                ", rte_lpm {:.1} MiB ({:.1} B/route, {} tbl8s)",
+                b as f64 / 1048576.0,
+                b as f64 / t.routes as f64,
+                t.rte_lpm_tbl8s
+            ))
+        );
+        println!(
+            "  {:<8} {:<38} {:>10} {:>10} {:>10} {:>10}",
+            "library", "method", "cyc/lookup", "Mlookup/s", "x lookup", "x best"
+        );
+        for row in r.rows.iter().filter(|x| x.table == t.table) {
+            let o = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            println!(
+                "  {:<8} {:<38} {:>10.2} {:>10.1} {:>10} {:>10}",
+                row.library,
+                row.method,
+                row.cycles_per_lookup,
+                row.mlookups_per_s,
+                o(row.speedup_vs_rte_lpm_lookup),
+                o(row.speedup_vs_best_rte_lpm)
+            );
+        }
+    }
+    println!();
+    println!("x lookup = rte_lpm_lookup cycles / row cycles; x best = fastest rte_lpm method / row (higher is better)");
+}
+
+fn plot(r: &Report, path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let panels = root.split_evenly((1, r.tables.len().max(1)));
+    for (t, area) in r.tables.iter().zip(panels.iter()) {
+        let rows: Vec<&Row> = r.rows.iter().filter(|x| x.table == t.table).collect();
+        let max = rows.iter().map(|x| x.cycles_per_lookup).fold(0.0, f64::max) * 1.15;
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{} ({} routes): cycles/lookup", t.table, t.routes),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(20)
+            .y_label_area_size(230)
+            .build_cartesian_2d(0f64..max, 0f64..rows.len() as f64)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows.len() * 2 + 1)
+            .y_label_formatter(&|y| {
+                let i = y.floor() as usize;
+                if (y - y.floor() - 0.5).abs() < 1e-6 {
+                    rows.get(i)
+                        .map_or(String::new(), |x| format!("{} {}", x.library, x.method))
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_style(("sans-serif", 10))
+            .x_desc("TSC cycles per lookup (lower is better)")
+            .draw()?;
+        chart.draw_series(rows.iter().enumerate().map(|(i, x)| {
+            let color = if x.library == "pktvec" { BLUE } else { RED };
+            Rectangle::new(
+                [
+                    (0.0, i as f64 + 0.15),
+                    (x.cycles_per_lookup, i as f64 + 0.85),
+                ],
+                color.filled(),
+            )
+        }))?;
+        chart.draw_series(rows.iter().enumerate().map(|(i, x)| {
+            Text::new(
+                format!("{:.1}", x.cycles_per_lookup),
+                (x.cycles_per_lookup + max * 0.01, i as f64 + 0.35),
+                ("sans-serif", 10),
+            )
+        }))?;
+    }
+    root.present()?;
+    Ok(())
+}
