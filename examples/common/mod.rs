@@ -40,6 +40,10 @@ pub struct CommonArgs {
     /// Buffers in the pool.
     #[arg(long, default_value_t = 16384)]
     pub buffers: u32,
+    /// Generated traffic: produce this many packets once and replay them (0 = generate
+    /// every packet live, slower).
+    #[arg(long, default_value_t = 65536)]
+    pub pregen: usize,
     /// Trace this many packets and print the trace.
     #[arg(long, default_value_t = 0)]
     pub trace: usize,
@@ -126,7 +130,14 @@ impl CommonArgs {
                 }
                 Input::Pcap(PcapSource::new(cap).looping(true).with_limit(self.packets))
             }
-            None => Input::Generator(GeneratorSource::new(gen()?).with_limit(self.packets)),
+            None => {
+                let src = GeneratorSource::new(gen()?).with_limit(self.packets);
+                Input::Generator(if self.pregen > 0 {
+                    src.pregenerate(self.pregen)
+                } else {
+                    src
+                })
+            }
         })
     }
 

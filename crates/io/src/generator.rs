@@ -119,6 +119,8 @@ pub struct Flow {
     pub dst_mac: MacAddr,
     /// VLAN ids, outer first (0, 1 or 2 of them).
     pub vlans: Vec<u16>,
+    /// Interface the flow arrives on (its source host's).
+    pub rx_if: u16,
     /// IPv4 addresses (IPv4, ARP and IPv4-based malformed flows).
     pub ip4: Option<(Ipv4Addr, Ipv4Addr)>,
     /// IPv6 addresses.
@@ -367,10 +369,18 @@ impl Generator {
     fn new_flow(&mut self) -> Flow {
         let kind = self.kind();
         let hosts = self.profile.l2.hosts as u64;
+        let nports = self.profile.l2.ports.max(1) as u64;
         let s = self.rng.below(hosts);
         let mut d = self.rng.below(hosts - 1);
         if d >= s {
             d += 1;
+        }
+        if nports > 1 && d % nports == s % nports {
+            // Move the destination to the next host, which is behind the next interface.
+            d = (d + 1) % hosts;
+            if d == s || d % nports == s % nports {
+                d = (s + 1) % hosts;
+            }
         }
         let (src_mac, dst_mac) = (host_mac(s), host_mac(d));
         let mut vlans = Vec::new();
@@ -398,6 +408,7 @@ impl Generator {
             src_mac,
             dst_mac,
             vlans,
+            rx_if: (s % nports) as u16,
             ip4: None,
             ip6: None,
             dst_in_routes: false,
@@ -534,11 +545,24 @@ next_nodes! {
 }
 
 /// Input node producing the generator's packets, one vector per poll, up to a limit.
-/// The flow id of each packet is stored in its metadata's `opaque` field.
+/// The flow id of each packet is stored in its metadata's `opaque` field and its receive
+/// interface in `rx_if`.
+///
+/// With [`pregenerate`](Self::pregenerate), the first `n` packets are produced once into
+/// one contiguous arena and then replayed in a loop: the per-packet cost becomes a copy,
+/// which is what memory-to-memory forwarding benchmarks want from their source.
 pub struct GeneratorSource {
     gen: Generator,
     limit: Option<u64>,
-    rx_if: u16,
+    produced: u64,
+    replay: Option<Replay>,
+}
+
+struct Replay {
+    bytes: Vec<u8>,
+    /// (offset, length, flow, rx_if) per packet.
+    index: Vec<(u32, u16, u32, u16)>,
+    pos: usize,
 }
 
 impl GeneratorSource {
@@ -547,7 +571,8 @@ impl GeneratorSource {
         GeneratorSource {
             gen,
             limit: None,
-            rx_if: 0,
+            produced: 0,
+            replay: None,
         }
     }
     /// Stops after `n` packets.
@@ -555,14 +580,34 @@ impl GeneratorSource {
         self.limit = Some(n);
         self
     }
-    /// Receive interface recorded in the metadata.
-    pub fn with_rx_interface(mut self, rx_if: u16) -> Self {
-        self.rx_if = rx_if;
+    /// Produces the next `n` packets now and replays them in a loop from then on.
+    pub fn pregenerate(mut self, n: usize) -> Self {
+        let mut bytes = Vec::new();
+        let mut index = Vec::with_capacity(n);
+        for _ in 0..n.max(1) {
+            let (f, data) = self.gen.next_packet();
+            let len = data.len().min(u16::MAX as usize);
+            index.push((bytes.len() as u32, len as u16, f as u32, 0));
+            bytes.extend_from_slice(&data[..len]);
+            let rx = self.gen.flows()[f].rx_if;
+            if let Some(last) = index.last_mut() {
+                last.3 = rx;
+            }
+        }
+        self.replay = Some(Replay {
+            bytes,
+            index,
+            pos: 0,
+        });
         self
     }
     /// The generator.
     pub fn generator(&self) -> &Generator {
         &self.gen
+    }
+    /// Packets produced so far.
+    pub fn produced(&self) -> u64 {
+        self.produced
     }
 }
 
@@ -574,22 +619,45 @@ impl Node for GeneratorSource {
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let mut want = cx.vector_size();
         if let Some(l) = self.limit {
-            want = want.min(l.saturating_sub(self.gen.emitted()) as usize);
+            want = want.min(l.saturating_sub(self.produced) as usize);
         }
         let got = cx.alloc_into(frame, want);
         let start = frame.len() - got;
         let pool = cx.pool_mut();
         for &bi in &frame.buffers()[start..] {
-            let (flow, data) = self.gen.next_packet();
+            let (flow, rx_if, data) = match self.replay.as_mut() {
+                Some(r) => {
+                    let (off, len, flow, rx) = r.index[r.pos];
+                    r.pos += 1;
+                    if r.pos == r.index.len() {
+                        r.pos = 0;
+                    }
+                    let off = off as usize;
+                    (flow as usize, rx, &r.bytes[off..off + len as usize])
+                }
+                None => {
+                    let (f, d) = self.gen.next_packet();
+                    (f, 0, d)
+                }
+            };
             let mut p = pool.packet_mut(bi);
             let n = data.len().min(p.tailroom());
             if let Ok(dst) = p.append(n) {
                 dst.copy_from_slice(&data[..n]);
             }
             let m = p.meta_mut();
-            m.rx_if = self.rx_if;
+            m.rx_if = rx_if;
             m.opaque = flow as u32;
         }
+        if self.replay.is_none() {
+            // Receive interfaces of live-generated packets come from their flows.
+            for &bi in &frame.buffers()[start..] {
+                let f = pool.meta(bi).opaque as usize;
+                let rx = self.gen.flows().get(f).map_or(0, |f| f.rx_if);
+                pool.meta_mut(bi).rx_if = rx;
+            }
+        }
+        self.produced += got as u64;
         cx.enqueue_all(frame, GeneratorNext::Out);
     }
 }

@@ -188,18 +188,25 @@ impl Default for Destinations {
     }
 }
 
-/// Ethernet addresses: source and destination MACs are drawn from `hosts` distinct
-/// locally administered unicast addresses (the L2 switch's table size).
+/// Ethernet addresses and interfaces: source and destination MACs are drawn from `hosts`
+/// distinct locally administered unicast addresses (the L2 switch's table size). Host `i`
+/// sits behind interface `i % ports`: a flow arrives on its source host's interface, and its
+/// destination host is behind another interface when there is more than one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct L2 {
     /// Number of distinct host MAC addresses.
     pub hosts: usize,
+    /// Number of interfaces the hosts are spread over.
+    pub ports: u16,
 }
 
 impl Default for L2 {
     fn default() -> Self {
-        L2 { hosts: 256 }
+        L2 {
+            hosts: 256,
+            ports: 1,
+        }
     }
 }
 
@@ -257,6 +264,11 @@ impl TrafficProfile {
         }
         if self.l2.hosts < 2 {
             return Err(ProfileError("l2.hosts must be at least 2".into()));
+        }
+        if self.l2.ports == 0 || self.l2.ports as usize > self.l2.hosts {
+            return Err(ProfileError(
+                "l2.ports must be between 1 and l2.hosts".into(),
+            ));
         }
         if let Popularity::Zipf(s) = self.flows.popularity {
             if !(s.is_finite() && s > 0.0) {
