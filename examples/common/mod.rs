@@ -84,7 +84,7 @@ impl CommonArgs {
 /// The input node the options ask for.
 pub enum Input {
     /// Generated traffic.
-    Generator(GeneratorSource),
+    Generator(Box<GeneratorSource>),
     /// A capture replayed in a loop.
     Pcap(PcapSource),
 }
@@ -94,7 +94,7 @@ impl Input {
     pub fn add_to(self, b: &mut GraphBuilder, name: &str, target: &str) {
         match self {
             Input::Generator(g) => {
-                b.add(name, g).set_next(name, GeneratorNext::Out, target);
+                b.add(name, *g).set_next(name, GeneratorNext::Out, target);
             }
             Input::Pcap(p) => {
                 b.add(name, p).set_next(name, PcapSourceNext::Out, target);
@@ -132,11 +132,11 @@ impl CommonArgs {
             }
             None => {
                 let src = GeneratorSource::new(gen()?).with_limit(self.packets);
-                Input::Generator(if self.pregen > 0 {
+                Input::Generator(Box::new(if self.pregen > 0 {
                     src.pregenerate(self.pregen)
                 } else {
                     src
-                })
+                }))
             }
         })
     }
