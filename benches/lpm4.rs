@@ -1,6 +1,8 @@
 //! IPv4 LPM lookups (`pktvec::lookup::ipv4::Lpm4`): a generated 1M-prefix table with a real
 //! BGP prefix-length distribution, and the real tier1 table (901,899 prefixes) when present;
-//! random destinations; single lookup, and vectors of 256 keys without and with prefetch.
+//! random destinations; single lookup, and vectors of 256 keys without and with prefetch
+//! (sub-batched, and software-pipelined `lookup_vector_pipelined`), with the first level on
+//! transparent huge pages (the default) and on 4 KiB pages (`huge_pages: false`).
 //!
 //! ```text
 //! cargo bench --bench lpm4 --no-run
@@ -11,7 +13,7 @@
 //! 1M-key array so the first-level lines are cold as they are for real traffic.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, DEFAULT_PREFETCH_DISTANCE};
 use pktvec::lookup::routes::{self, Route4};
 use std::hint::black_box;
 use std::time::Duration;
@@ -34,14 +36,23 @@ fn bench(c: &mut Criterion) {
         .into_iter()
         .map(u32::from)
         .collect();
-    for (name, table) in tables() {
-        let lpm = Lpm4::from_routes(Lpm4Config::default(), &table).expect("table fits");
-        let mut g = c.benchmark_group(format!("lpm4/{name}"));
+    for ((name, table), huge_pages) in tables()
+        .into_iter()
+        .flat_map(|t| [(t.clone(), true), (t, false)])
+    {
+        let cfg = Lpm4Config {
+            huge_pages,
+            ..Default::default()
+        };
+        let lpm = Lpm4::from_routes(cfg, &table).expect("table fits");
+        let pages = if huge_pages { "thp" } else { "4k" };
+        let mut g = c.benchmark_group(format!("lpm4/{name}/{pages}"));
         g.throughput(Throughput::Elements(VEC as u64))
             .sample_size(30)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(3));
         let mut out = vec![None; VEC];
+        let mut raw = vec![0u32; VEC];
         let mut pos = 0usize;
         let mut next = move || {
             pos = (pos + VEC) % N_KEYS;
@@ -75,6 +86,20 @@ fn bench(c: &mut Criterion) {
                 },
             );
         }
+        g.bench_function(
+            BenchmarkId::new("vector-256-pipelined", DEFAULT_PREFETCH_DISTANCE),
+            |b| {
+                b.iter(|| {
+                    let p = next();
+                    lpm.lookup_vector_pipelined(
+                        &keys[p..p + VEC],
+                        &mut raw,
+                        DEFAULT_PREFETCH_DISTANCE,
+                    );
+                    black_box(&raw);
+                })
+            },
+        );
         g.finish();
     }
 }

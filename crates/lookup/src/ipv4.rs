@@ -15,7 +15,9 @@
 //! so next-hop ids go up to [`MAX_NEXT_HOP`] = 2^26 − 1 (rte_lpm: 2^24 − 1) and the prefix
 //! depth needed by add/delete lives in the entry itself, as in rte_lpm. Memory:
 //!
-//! * first level: 2^24 × 4 B = 64 MiB, always;
+//! * first level: 2^24 × 4 B = 64 MiB, always; by default advised to use transparent huge
+//!   pages ([`Lpm4Config::huge_pages`]), which shortens the page walk of the TLB miss that
+//!   a random lookup takes on almost every key with 4 KiB pages;
 //! * second level: 1 KiB per group, allocated lazily in segments of [`GROUPS_PER_SEGMENT`]
 //!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups, so at most
 //!   64 MiB); a real 900k-prefix BGP table uses about 900 groups and a generated 2M-prefix
@@ -91,8 +93,10 @@ pub const GROUPS_PER_SEGMENT: u32 = 1024;
 pub const REUSE_QUARANTINE: usize = 64;
 /// Largest accepted [`Lpm4Config::max_groups`] (2^24 groups, 16 GiB).
 pub const MAX_GROUPS_LIMIT: u32 = 1 << 24;
-/// Sub-batch size [`Lpm4::lookup_vector`] uses.
+/// Sub-batch size [`Lpm4::lookup_vector_batched`] callers start from.
 pub const DEFAULT_SUB_BATCH: usize = 64;
+/// Prefetch distance (keys ahead) of [`Lpm4::lookup_vector`].
+pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
 
 const TBL24_LEN: usize = 1 << 24;
 const SEG_ENTRIES: usize = GROUPS_PER_SEGMENT as usize * 256;
@@ -441,8 +445,10 @@ impl Lpm4 {
         }
     }
 
-    /// Vector lookup with prefetch in sub-batches of [`DEFAULT_SUB_BATCH`] keys; see
-    /// [`lookup_vector_batched`](Self::lookup_vector_batched).
+    /// Vector lookup with a software-pipelined prefetch [`DEFAULT_PREFETCH_DISTANCE`] keys
+    /// ahead (the fastest loop measured, see `docs/results/lookup-ipv4.md`); see
+    /// [`lookup_vector_pipelined`](Self::lookup_vector_pipelined). `None` for no route.
+    /// Processes `min(keys.len(), out.len())` keys.
     ///
     /// ```
     /// use pktvec_lookup::{ipv4::Lpm4, routes::{generate_ipv4, random_ipv4_keys}};
@@ -456,7 +462,14 @@ impl Lpm4 {
     /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
     /// ```
     pub fn lookup_vector(&self, keys: &[u32], out: &mut [Option<u32>]) {
-        self.lookup_vector_batched(keys, out, DEFAULT_SUB_BATCH);
+        let mut raw = [0u32; 256];
+        for (kc, oc) in keys.chunks(256).zip(out.chunks_mut(256)) {
+            let n = kc.len().min(oc.len());
+            self.lookup_vector_pipelined(&kc[..n], &mut raw[..n], DEFAULT_PREFETCH_DISTANCE);
+            for (o, &r) in oc.iter_mut().zip(&raw[..n]) {
+                *o = (r != MISS).then_some(r);
+            }
+        }
     }
 
     /// Two-phase vector lookup in sub-batches of `b` keys (`b` is clamped to `1..=256`):
@@ -585,6 +598,43 @@ impl Lpm4 {
                     *o = self.lookup_raw(k);
                 }
             }
+        }
+    }
+
+    /// Software-pipelined vector lookup with [`MISS`] for no route: while answering key
+    /// `i` it prefetches the first-level entry of key `i + d` (`d` clamped to `1..=64`), so
+    /// a steady `d` first-level misses stay in flight (the batched loops above let that
+    /// number drain to zero at the end of every sub-batch). First-level answers are one
+    /// load and a mask; the rare keys whose /24 has a second-level group take the
+    /// sequence-checked path. Processes `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
+    /// let mut out = [0; 3];
+    /// lpm.lookup_vector_pipelined(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 16);
+    /// assert_eq!(out, [2, 1, MISS]);
+    /// ```
+    pub fn lookup_vector_pipelined(&self, keys: &[u32], out: &mut [u32], d: usize) {
+        let d = d.clamp(1, 64);
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
+        for &k in keys.iter().take(d) {
+            prefetch_read(&tbl24[(k >> 8) as usize]);
+        }
+        for (i, (&k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = keys.get(i + d) {
+                prefetch_read(&tbl24[(ahead >> 8) as usize]);
+            }
+            let e = tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
+            *o = if code(e) == CODE_EXT {
+                self.resolve_ext(k, e).unwrap_or(MISS)
+            } else {
+                finish_raw(e)
+            };
         }
     }
 

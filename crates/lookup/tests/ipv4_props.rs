@@ -108,6 +108,13 @@ fn check_all(lpm: &Lpm4, reference: &Reference, keys: &[u32]) -> Result<(), Stri
             return Err(format!("lookup_vector_raw(b={b}) differs"));
         }
     }
+    for d in [0usize, 1, 3, 16, 64, 1000] {
+        let mut raw = vec![7u32; keys.len()];
+        lpm.lookup_vector_pipelined(keys, &mut raw, d);
+        if raw != expect_raw {
+            return Err(format!("lookup_vector_pipelined(d={d}) differs"));
+        }
+    }
     Ok(())
 }
 
@@ -473,7 +480,7 @@ fn concurrent_readers_see_only_valid_answers() {
                 let mut out = vec![None; keys.len()];
                 let mut round = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    match (round + t) % 4 {
+                    match (round + t) % 6 {
                         0 => {
                             for (i, o) in out.iter_mut().enumerate() {
                                 *o = lpm.lookup(keys[i]);
@@ -483,6 +490,14 @@ fn concurrent_readers_see_only_valid_answers() {
                         3 => {
                             let mut raw = vec![0u32; keys.len()];
                             lpm.lookup_vector_raw(&keys, &mut raw, 16);
+                            for (o, r) in out.iter_mut().zip(raw) {
+                                *o = (r != MISS).then_some(r);
+                            }
+                        }
+                        4 => lpm.lookup_vector(&keys, &mut out),
+                        5 => {
+                            let mut raw = vec![0u32; keys.len()];
+                            lpm.lookup_vector_pipelined(&keys, &mut raw, 8);
                             for (o, r) in out.iter_mut().zip(raw) {
                                 *o = (r != MISS).then_some(r);
                             }
@@ -544,4 +559,35 @@ fn concurrent_readers_see_only_valid_answers() {
         checked.load(Ordering::Relaxed),
         6 * (churn.len() * 2 + churn.len() / 3)
     );
+}
+
+/// With `huge_pages: false` the table answers the same as with the default (huge pages
+/// advised), and the advice is only reported as taken when it was asked for.
+#[test]
+fn huge_pages_on_and_off_answer_alike() {
+    let routes = generate_ipv4(20_000, 5);
+    let on = Lpm4::from_routes(Lpm4Config::default(), &routes).unwrap();
+    let off = Lpm4::from_routes(
+        Lpm4Config {
+            huge_pages: false,
+            ..Default::default()
+        },
+        &routes,
+    )
+    .unwrap();
+    assert!(!off.huge_pages_advised());
+    let keys: Vec<u32> = random_ipv4_keys(20_000, 6)
+        .into_iter()
+        .map(u32::from)
+        .collect();
+    let mut a = vec![0u32; keys.len()];
+    let mut b = vec![1u32; keys.len()];
+    on.lookup_vector_pipelined(&keys, &mut a, 16);
+    off.lookup_vector_pipelined(&keys, &mut b, 16);
+    assert_eq!(a, b);
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[madvise]") || thp.contains("[always]") {
+        assert!(on.huge_pages_advised());
+    }
 }
