@@ -1,8 +1,10 @@
 //! `ndn-lookup`: longest name-prefix match of NDN Interests (seed 000's NDN application).
 //!
 //! FIB keys are encoded name prefixes (the component TLVs of the first k components, up to
-//! 64 bytes). For each packet the node hashes the longest prefix that fits and prefetches its
-//! bucket (two-phase over `b` packets); on a miss it tries shorter prefixes one by one.
+//! 64 bytes). The FIB remembers which component counts its names have. In the first phase
+//! (over `b` packets) the node parses each name once, hashes the prefixes of those lengths
+//! (at most six, longest first) and prefetches all their buckets; the second phase walks them
+//! from the longest until one is in the FIB.
 //! The packet must start at the NDN TLV (as `ethernet-input` leaves it).
 //!
 //! ```
@@ -24,6 +26,8 @@ use std::sync::Arc;
 /// A name FIB: encoded name prefix → output interface.
 pub struct NdnFib {
     table: NameTable<u32>,
+    /// Bit k set if some FIB name has k components: only those prefix lengths are tried.
+    lengths: u64,
 }
 
 /// Why a FIB could not be built.
@@ -49,13 +53,16 @@ impl NdnFib {
     ) -> Result<Arc<Self>, NdnFibError> {
         let mut table = NameTable::new(capacity)?;
         let mut enc = Vec::new();
+        let mut lengths = 0u64;
         for (name, port) in routes {
             enc.clear();
             encode_name(name, &mut enc);
             let key = key_of(&enc).ok_or_else(|| NdnFibError::TooLong(name.to_string()))?;
             table.insert(key, port)?;
+            let k = name.split('/').filter(|c| !c.is_empty()).count();
+            lengths |= 1u64 << k.min(63);
         }
-        Ok(Arc::new(NdnFib { table }))
+        Ok(Arc::new(NdnFib { table, lengths }))
     }
 
     /// Number of names.
@@ -82,8 +89,10 @@ impl NdnFib {
             }
         }
         ends.iter()
+            .enumerate()
             .rev()
-            .filter_map(|&e| key_of(&enc[..e]))
+            .filter(|(k, _)| self.lengths & (1u64 << (k + 1).min(63)) != 0)
+            .filter_map(|(_, &e)| key_of(&enc[..e]))
             .find_map(|k| self.table.lookup(&k))
     }
 }
@@ -118,11 +127,19 @@ impl NdnLookup {
     }
 }
 
-/// Number of components of the longest prefix whose encoding fits a key, and the key.
-fn longest_key(i: &NdnInterest<&[u8]>) -> Option<(usize, Name)> {
-    (1..=i.component_count())
-        .rev()
-        .find_map(|k| key_of(i.prefix(k)).map(|n| (k, n)))
+/// Most name components considered (longer names match on their first 16).
+const MAX_COMPONENTS: usize = 16;
+/// Most prefixes tried per packet, longest first.
+const MAX_CANDIDATES: usize = 6;
+
+/// Phase-one result for one packet: the candidate prefixes and their hashes.
+#[derive(Clone, Copy, Default)]
+struct Candidates {
+    malformed: bool,
+    n: u8,
+    name_offset: u16,
+    ends: [u16; MAX_CANDIDATES],
+    hashes: [u64; MAX_CANDIDATES],
 }
 
 impl Node for NdnLookup {
@@ -131,37 +148,51 @@ impl Node for NdnLookup {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let table = &self.fib.table;
+        let lengths = self.fib.lengths;
         cx.process_sub_batches(
             frame,
             |p| {
+                // One parse; hash every candidate prefix whose length some FIB name has
+                // (longest first) and prefetch all their buckets, so the longest-prefix walk
+                // in phase two hits the cache.
+                let mut c = Candidates::default();
                 let Ok(i) = NdnInterest::new_checked(p.data()) else {
-                    return (Name::default(), 0u64, 0usize);
+                    c.malformed = true;
+                    return c;
                 };
-                match longest_key(&i) {
-                    Some((k, name)) => {
-                        let h = table.hash(&name);
-                        table.prefetch(h);
-                        (name, h.0, k)
+                let mut ends = [0u16; MAX_COMPONENTS];
+                let n = i.component_ends(&mut ends);
+                let name = i.name_bytes();
+                c.name_offset = i.name_offset() as u16;
+                for k in (0..n).rev() {
+                    if lengths & (1u64 << (k + 1)) == 0 {
+                        continue;
                     }
-                    None => (Name::default(), 0, 0),
-                }
-            },
-            |p, (name, h, k)| {
-                if k == 0 {
-                    return match NdnInterest::new_checked(p.data()) {
-                        Ok(_) => Verdict::Drop(NdnError::NoRoute),
-                        Err(_) => Verdict::Drop(NdnError::Malformed),
+                    let end = ends[k] as usize;
+                    let Some(key) = key_of(&name[..end]) else {
+                        continue;
                     };
-                }
-                let mut hit = table.lookup_hashed(&name, Hashed(h));
-                if hit.is_none() {
-                    if let Ok(i) = NdnInterest::new_checked(p.data()) {
-                        hit = (1..k)
-                            .rev()
-                            .filter_map(|j| key_of(i.prefix(j)))
-                            .find_map(|key| table.lookup(&key));
+                    let h = table.hash(&key);
+                    table.prefetch(h);
+                    c.ends[c.n as usize] = end as u16;
+                    c.hashes[c.n as usize] = h.0;
+                    c.n += 1;
+                    if c.n as usize == MAX_CANDIDATES {
+                        break;
                     }
                 }
+                c
+            },
+            |p, c| {
+                if c.malformed {
+                    return Verdict::Drop(NdnError::Malformed);
+                }
+                let data = p.data();
+                let start = c.name_offset as usize;
+                let hit = (0..c.n as usize).find_map(|j| {
+                    let key = key_of(data.get(start..start + c.ends[j] as usize)?)?;
+                    table.lookup_hashed(&key, Hashed(c.hashes[j]))
+                });
                 match hit {
                     Some(port) => {
                         p.meta_mut().tx_if = port as u16;

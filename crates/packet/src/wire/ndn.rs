@@ -105,6 +105,11 @@ impl<T: AsRef<[u8]>> NdnInterest<T> {
         self.components
     }
 
+    /// Offset of the Name value (the first component TLV) in the packet.
+    pub fn name_offset(&self) -> usize {
+        self.name_start
+    }
+
     /// The encoded Name value (all component TLVs).
     pub fn name_bytes(&self) -> &[u8] {
         &self.buffer.as_ref()[self.name_start..self.name_end]
@@ -116,6 +121,26 @@ impl<T: AsRef<[u8]>> NdnInterest<T> {
             buf: self.name_bytes(),
             pos: 0,
         }
+    }
+
+    /// Fills `ends` with the end offset (within [`name_bytes`](Self::name_bytes)) of each
+    /// of the first `ends.len()` components, in one pass; returns how many it filled.
+    /// `name_bytes()[..ends[k - 1]]` is the encoded prefix of `k` components.
+    pub fn component_ends(&self, ends: &mut [u16]) -> usize {
+        let name = self.name_bytes();
+        let mut pos = 0;
+        let mut n = 0;
+        while n < ends.len() {
+            match read_tlv(name, pos) {
+                Ok((_, _, end)) if end <= u16::MAX as usize => {
+                    ends[n] = end as u16;
+                    pos = end;
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        n
     }
 
     /// The encoded first `k` components (the whole name if `k` is larger): the key under
