@@ -8,14 +8,18 @@ use pktvec_graph::{
 };
 use pktvec_io::generator::{FlowKind, Generator, GeneratorNext, GeneratorSource, MalformedKind};
 use pktvec_io::profile::TrafficProfile;
+use pktvec_lookup::ipv4::{Lpm4, Lpm4Config};
+use pktvec_lookup::ipv6::Lpm6;
 use pktvec_nodes::arp::ArpInput;
 use pktvec_nodes::ethernet::{EthernetInput, EthernetNext};
 use pktvec_nodes::ip4::{Adjacency, Ip4Input, Ip4Rewrite};
 use pktvec_nodes::ip6::{Ip6Input, Ip6Rewrite};
+use pktvec_nodes::lookup::{Ip4Lookup, Ip6Lookup};
 use pktvec_nodes::output::{InterfaceOutput, OutputNext};
 use pktvec_packet::{BufferPool, PoolConfig};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 next_nodes! {
     /// Test lookup arcs.
@@ -100,7 +104,16 @@ enum Expect {
     Ndn,
 }
 
-fn reference(kind: FlowKind, frame: &[u8], vlans: usize) -> Expect {
+type Route4Fn<'a> = &'a dyn Fn(u32) -> Option<usize>;
+type Route6Fn<'a> = &'a dyn Fn(u128) -> Option<usize>;
+
+fn reference(
+    kind: FlowKind,
+    frame: &[u8],
+    vlans: usize,
+    r4: Route4Fn<'_>,
+    r6: Route6Fn<'_>,
+) -> Expect {
     let l3 = 14 + 4 * vlans;
     let adjs = adjacencies();
     match kind {
@@ -111,12 +124,15 @@ fn reference(kind: FlowKind, frame: &[u8], vlans: usize) -> Expect {
             if ip[8] <= 1 {
                 return Expect::Drop("ip4-input", "ttl expired");
             }
+            let Some(adj) = r4(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]])) else {
+                return Expect::Drop("ip4-lookup", "no route");
+            };
             ip[8] -= 1;
             ip[10] = 0;
             ip[11] = 0;
             let c = csum(&ip[..ihl]);
             ip[10..12].copy_from_slice(&c.to_be_bytes());
-            let a = &adjs[ip[19] as usize % ADJ];
+            let a = &adjs[adj];
             let mut out = a.dst_mac.0.to_vec();
             out.extend_from_slice(&a.src_mac.0);
             out.extend_from_slice(&[0x08, 0x00]);
@@ -129,8 +145,12 @@ fn reference(kind: FlowKind, frame: &[u8], vlans: usize) -> Expect {
             if ip[7] <= 1 {
                 return Expect::Drop("ip6-input", "hop limit expired");
             }
+            let dst: [u8; 16] = ip[24..40].try_into().unwrap();
+            let Some(adj) = r6(u128::from_be_bytes(dst)) else {
+                return Expect::Drop("ip6-lookup", "no route");
+            };
             ip[7] -= 1;
-            let a = &adjs[ip[39] as usize % ADJ];
+            let a = &adjs[adj];
             let mut out = a.dst_mac.0.to_vec();
             out.extend_from_slice(&a.src_mac.0);
             out.extend_from_slice(&[0x86, 0xdd]);
@@ -153,14 +173,68 @@ fn reference(kind: FlowKind, frame: &[u8], vlans: usize) -> Expect {
     }
 }
 
+/// Real FIBs for the run: routes and the independent longest-match reference over them.
+struct Fibs {
+    v4: Vec<pktvec_lookup::routes::Route4>,
+    v6: Vec<pktvec_lookup::routes::Route6>,
+}
+
+fn lpm4_ref(routes: &[pktvec_lookup::routes::Route4], a: u32) -> Option<usize> {
+    routes
+        .iter()
+        .filter(|r| {
+            let m = if r.len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - r.len)
+            };
+            a & m == u32::from(r.addr) & m
+        })
+        .max_by_key(|r| r.len)
+        .map(|r| r.next_hop as usize % ADJ)
+}
+
+fn lpm6_ref(routes: &[pktvec_lookup::routes::Route6], a: u128) -> Option<usize> {
+    routes
+        .iter()
+        .filter(|r| {
+            let m = if r.len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - r.len)
+            };
+            a & m == u128::from(r.addr) & m
+        })
+        .max_by_key(|r| r.len)
+        .map(|r| r.next_hop as usize % ADJ)
+}
+
 fn run(seed: u64, vector_size: usize) {
+    run_with(seed, vector_size, None);
+}
+
+fn run_with(seed: u64, vector_size: usize, fibs: Option<&Fibs>) {
+    let dests = if fibs.is_some() {
+        "\n[destinations]\nipv4_hit_rate = 0.85\nipv6_hit_rate = 0.85"
+    } else {
+        ""
+    };
     let profile = TrafficProfile::from_toml(&format!(
-        "seed = {seed}\n[mix]\nipv4 = 4.0\nipv6 = 2.0\narp = 0.3\nndn = 0.2\nunknown_ethertype = 0.2\nmalformed = 1.5\nvlan = 0.2\nqinq = 0.1\n[flows]\ncount = 300\n[sizes]\nuniform = {{ min = 64, max = 300 }}"
+        "seed = {seed}{dests}\n[mix]\nipv4 = 4.0\nipv6 = 2.0\narp = 0.3\nndn = 0.2\nunknown_ethertype = 0.2\nmalformed = 1.5\nvlan = 0.2\nqinq = 0.1\n[flows]\ncount = 300\n[sizes]\nuniform = {{ min = 64, max = 300 }}"
     ))
     .unwrap();
     let n = 5000u64;
-    let gen = Generator::builder(profile.clone()).build().unwrap();
-    let mut reference_gen = Generator::builder(profile).build().unwrap();
+    let builder = |p: TrafficProfile| {
+        let mut b = Generator::builder(p);
+        if let Some(f) = fibs {
+            b = b
+                .ipv4_prefixes(f.v4.iter().map(|r| (r.addr, r.len)).collect())
+                .ipv6_prefixes(f.v6.iter().map(|r| (r.addr, r.len)).collect());
+        }
+        b.build().unwrap()
+    };
+    let gen = builder(profile.clone());
+    let mut reference_gen = builder(profile);
 
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size,
@@ -169,10 +243,8 @@ fn run(seed: u64, vector_size: usize) {
     b.add("gen", GeneratorSource::new(gen).with_limit(n))
         .add("ethernet-input", EthernetInput)
         .add("ip4-input", Ip4Input::default())
-        .add("ip4-lookup", Lookup4)
         .add("ip4-rewrite", Ip4Rewrite::new(adjacencies()))
         .add("ip6-input", Ip6Input)
-        .add("ip6-lookup", Lookup6)
         .add("ip6-rewrite", Ip6Rewrite::new(adjacencies()))
         .add(
             "arp-input",
@@ -187,6 +259,32 @@ fn run(seed: u64, vector_size: usize) {
         .set_next("gen", GeneratorNext::Out, "ethernet-input")
         .set_next("interface-output", OutputNext::Tx, "tx")
         .set_next("ethernet-input", EthernetNext::Ndn, "ndn-lookup");
+    match fibs {
+        None => {
+            b.add("ip4-lookup", Lookup4).add("ip6-lookup", Lookup6);
+        }
+        Some(f) => {
+            let mut v4 = f.v4.clone();
+            v4.iter_mut().for_each(|r| r.next_hop %= ADJ as u32);
+            let fib4 = Lpm4::from_routes(Lpm4Config::default(), &v4).unwrap();
+            let fib6 = Lpm6::from_routes(
+                f.v6.iter()
+                    .map(|r| (r.addr, r.len, r.next_hop % ADJ as u32)),
+            )
+            .unwrap();
+            b.add("ip4-lookup", Ip4Lookup::new(Arc::new(fib4)))
+                .add("ip6-lookup", Ip6Lookup::new(Arc::new(fib6)));
+        }
+    }
+    let stub4 = |a: u32| Some((a & 0xff) as usize % ADJ);
+    let stub6 = |a: u128| Some((a & 0xff) as usize % ADJ);
+    let real4 = |a: u32| fibs.and_then(|f| lpm4_ref(&f.v4, a));
+    let real6 = |a: u128| fibs.and_then(|f| lpm6_ref(&f.v6, a));
+    let (r4, r6): (Route4Fn<'_>, Route6Fn<'_>) = if fibs.is_some() {
+        (&real4, &real6)
+    } else {
+        (&stub4, &stub6)
+    };
     let mut g = b
         .build(
             BufferPool::new(PoolConfig {
@@ -205,7 +303,7 @@ fn run(seed: u64, vector_size: usize) {
         let (f, frame) = reference_gen.next_packet();
         let frame = frame.to_vec();
         let flow = &reference_gen.flows()[f];
-        match reference(flow.kind, &frame, flow.vlans.len()) {
+        match reference(flow.kind, &frame, flow.vlans.len(), r4, r6) {
             Expect::Out(port, bytes) => want_out.entry(port).or_default().push(bytes),
             Expect::Drop(node, reason) => *want_drops.entry((node, reason)).or_default() += 1,
             Expect::Ndn => want_ndn += 1,
@@ -259,6 +357,22 @@ fn run(seed: u64, vector_size: usize) {
     assert!(tx.0.len() > 2000, "forwarded {}", tx.0.len());
     assert!(errors.total() > 800, "dropped {}", errors.total());
     assert!(errors.rows.len() >= 10, "{errors}");
+    if fibs.is_some() {
+        assert!(errors.count("ip4-lookup", "no route") > 0, "{errors}");
+        assert!(errors.count("ip6-lookup", "no route") > 0, "{errors}");
+    }
+}
+
+#[test]
+fn router_with_real_fibs_matches_a_linear_scan_reference() {
+    let mut v4 = pktvec_lookup::routes::generate_ipv4(3000, 7);
+    // A default route would hide the misses; keep it out, keep a few nested prefixes in.
+    v4.retain(|r| r.len > 0);
+    let v6 = pktvec_lookup::routes::generate_ipv6(500, 8);
+    let fibs = Fibs { v4, v6 };
+    for (seed, v) in [(11, 256), (12, 5)] {
+        run_with(seed, v, Some(&fibs));
+    }
 }
 
 #[test]
