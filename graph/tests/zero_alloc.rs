@@ -18,16 +18,19 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: forwards every call unchanged to the system allocator; only counts them.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: (trait contract) callers pass a valid non-zero-size layout, as to System.
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(l) }
     }
+    // SAFETY: (trait contract) `p` came from this allocator with layout `l`.
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         ALLOCS.fetch_add(1, Relaxed);
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(p, l) }
     }
+    // SAFETY: (trait contract) `p` came from this allocator with layout `l`, `n` > 0.
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         // SAFETY: same contract as the caller's.
