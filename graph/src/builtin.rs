@@ -119,24 +119,60 @@ impl Node for PacketSource {
         if let Some(limit) = self.limit {
             want = want.min(limit.saturating_sub(self.produced) as usize);
         }
-        let got = cx.alloc_into(frame, want);
-        let start = frame.len() - got;
-        let pool = cx.pool_mut();
-        for &bi in &frame.buffers()[start..] {
-            let t = &self.templates[self.next_template];
-            self.next_template += 1;
-            if self.next_template == self.templates.len() {
-                self.next_template = 0;
-            }
-            let mut p = pool.packet_mut(bi);
-            let room = p.tailroom();
-            let n = t.len().min(room);
-            if let Ok(dst) = p.append(n) {
-                dst.copy_from_slice(&t[..n]);
-            }
-            p.meta_mut().rx_if = self.rx_if;
-        }
+        let templates = &self.templates;
+        let next = &mut self.next_template;
+        let (got, _) = fill_frame(cx, frame, want, self.rx_if, || {
+            let t = &templates[*next];
+            *next = (*next + 1) % templates.len();
+            t
+        });
         self.produced += got as u64;
         cx.enqueue_all(frame, SourceNext::Out);
     }
+}
+
+/// What input nodes that copy bytes into fresh buffers share: allocates up to `want`
+/// buffers (bounded by the frame's room and the pool), appends them to `frame`, copies the
+/// bytes `next()` returns into each (truncated to the buffer's room) and records `rx_if`.
+/// Returns the number of buffers filled and how many packets were truncated.
+///
+/// ```
+/// use pktvec_graph::{builtin::fill_frame, next_nodes, Context, Frame, NoError, Node, NodeKind};
+/// next_nodes! { pub enum OneNext { Out = "tx" } }
+/// /// Sends the same 60-byte frame forever.
+/// struct Repeat(Vec<u8>);
+/// impl Node for Repeat {
+///     type Next = OneNext;
+///     type Error = NoError;
+///     const KIND: NodeKind = NodeKind::Input;
+///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+///         let bytes = &self.0;
+///         let want = cx.vector_size();
+///         fill_frame(cx, frame, want, 0, || bytes);
+///         cx.enqueue_all(frame, OneNext::Out);
+///     }
+/// }
+/// ```
+pub fn fill_frame<'a, N: Node + ?Sized>(
+    cx: &mut Context<'_, N>,
+    frame: &mut Frame,
+    want: usize,
+    rx_if: u16,
+    mut next: impl FnMut() -> &'a [u8],
+) -> (usize, u64) {
+    let got = cx.alloc_into(frame, want);
+    let start = frame.len() - got;
+    let pool = cx.pool_mut();
+    let mut truncated = 0;
+    for &bi in &frame.buffers()[start..] {
+        let data = next();
+        let mut p = pool.packet_mut(bi);
+        let n = data.len().min(p.tailroom());
+        truncated += (n < data.len()) as u64;
+        if let Ok(dst) = p.append(n) {
+            dst.copy_from_slice(&data[..n]);
+        }
+        p.meta_mut().rx_if = rx_if;
+    }
+    (got, truncated)
 }

@@ -21,6 +21,7 @@
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
+use pktvec_graph::builtin::fill_frame;
 use pktvec_graph::{next_nodes, Context, Frame, NoError, NoNext, Node, NodeKind};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
@@ -296,23 +297,16 @@ impl Node for PcapSource {
         if !self.looping {
             want = want.min(self.packets.len() - self.pos);
         }
-        let got = cx.alloc_into(frame, want);
-        let start = frame.len() - got;
-        let pool = cx.pool_mut();
-        for &bi in &frame.buffers()[start..] {
-            let data = &self.packets[self.pos];
-            self.pos += 1;
-            if self.pos == self.packets.len() && self.looping {
-                self.pos = 0;
+        let (packets, pos, looping) = (&self.packets, &mut self.pos, self.looping);
+        let (got, truncated) = fill_frame(cx, frame, want, self.rx_if, || {
+            let data = &packets[*pos];
+            *pos += 1;
+            if *pos == packets.len() && looping {
+                *pos = 0;
             }
-            let mut p = pool.packet_mut(bi);
-            let n = data.len().min(p.tailroom());
-            self.too_long += (n < data.len()) as u64;
-            if let Ok(dst) = p.append(n) {
-                dst.copy_from_slice(&data[..n]);
-            }
-            p.meta_mut().rx_if = self.rx_if;
-        }
+            data
+        });
+        self.too_long += truncated;
         self.produced += got as u64;
         cx.enqueue_all(frame, PcapSourceNext::Out);
     }
