@@ -15,9 +15,8 @@ use clap::{Parser, ValueEnum};
 use common::{add_tx, run_and_report, CommonArgs};
 use pktvec::graph::GraphBuilder;
 use pktvec::io::generator::Generator;
-use pktvec::nodes::crypto::{Cipher, CryptoConfig, CryptoNext, CryptoNode, Direction};
-use pktvec::nodes::output::{InterfaceOutput, OutputNext};
-use pktvec::nodes::xconnect::XConnect;
+use pktvec::nodes::apps::cryptofwd::{Cryptofwd, CryptofwdConfig};
+use pktvec::nodes::crypto::Cipher;
 
 const PROFILE: &str = r#"
 # 64-byte IPv4/UDP frames, 1024 flows.
@@ -52,33 +51,22 @@ struct Cli {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let args = &cli.common;
-    let (cipher, key) = match cli.cipher {
-        CipherArg::Aes128Gcm => (Cipher::Aes128Gcm, vec![0x42; 16]),
-        CipherArg::Aes256Gcm => (Cipher::Aes256Gcm, vec![0x42; 32]),
-        CipherArg::Chacha20Poly1305 => (Cipher::ChaCha20Poly1305, vec![0x42; 32]),
-    };
-    let cfg = CryptoConfig {
-        cipher,
-        key,
-        salt: *b"pktv",
-        clear_header: 14,
-    };
+    let app = Cryptofwd::new(CryptofwdConfig {
+        cipher: match cli.cipher {
+            CipherArg::Aes128Gcm => Cipher::Aes128Gcm,
+            CipherArg::Aes256Gcm => Cipher::Aes256Gcm,
+            CipherArg::Chacha20Poly1305 => Cipher::ChaCha20Poly1305,
+        },
+        verify: cli.verify,
+        ..CryptofwdConfig::default()
+    })?;
     let profile = args.profile(PROFILE)?;
     let input = args.input(|| Ok(Generator::builder(profile).build()?))?;
 
     let mut b = GraphBuilder::new(args.graph_config());
-    input.add_to(&mut b, "input", "crypto");
-    b.add("crypto", CryptoNode::new(cfg.clone(), Direction::Encrypt)?)
-        .set_next("crypto", CryptoNext::Out, "l2-xconnect");
-    if cli.verify {
-        b.add("verify", CryptoNode::new(cfg, Direction::Decrypt)?)
-            .set_next("crypto", CryptoNext::Out, "verify")
-            .set_next("verify", CryptoNext::Out, "l2-xconnect");
-    }
-    b.add("l2-xconnect", XConnect::pairs(2))
-        .add("interface-output", InterfaceOutput::new(2))
-        .set_next("interface-output", OutputNext::Tx, "tx");
-    add_tx(&mut b, "tx", args)?;
+    input.add_to(&mut b, "input", app.entry());
+    let nodes = app.add_to(&mut b)?;
+    add_tx(&mut b, &nodes.output_to_tx.to, args)?;
     let mut graph = b.build(args.pool()?)?;
     run_and_report("cryptofwd", &mut graph, args)
 }

@@ -16,9 +16,8 @@ use clap::{Parser, ValueEnum};
 use common::{add_tx, run_and_report, CommonArgs};
 use pktvec::graph::GraphBuilder;
 use pktvec::io::generator::Generator;
-use pktvec::nodes::l2::{L2Fib, L2Forward, L2Learn, UnknownUnicast};
-use pktvec::nodes::output::{InterfaceOutput, OutputNext};
-use pktvec::packet::wire::MacAddr;
+use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
+use pktvec::nodes::l2::UnknownUnicast;
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -46,24 +45,22 @@ struct Cli {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let args = &cli.common;
-    let ports = cli.ports.max(2);
     let t0 = Instant::now();
-    let fib = L2Fib::with_capacity(cli.table_size.max(2))?;
-    {
-        let mut t = fib.write();
-        for i in 0..cli.table_size as u32 {
-            let b = i.to_be_bytes();
-            t.insert(
-                MacAddr([0x02, 0x00, b[0], b[1], b[2], b[3]]),
-                i % ports as u32,
-            )?;
-        }
-    }
+    let app = L2fwd::new(L2fwdConfig {
+        ports: cli.ports,
+        table_size: cli.table_size,
+        unknown_unicast: match cli.unknown {
+            Unknown::Flood => UnknownUnicast::Flood,
+            Unknown::Drop => UnknownUnicast::Drop,
+        },
+        ..L2fwdConfig::default()
+    })?;
+    let ports = app.ports();
     if !args.json {
         eprintln!(
             "l2fwd: {} stations, {:.1} MiB table, filled in {:.2} s",
             cli.table_size,
-            fib.read().memory_bytes() as f64 / (1 << 20) as f64,
+            app.fib().read().memory_bytes() as f64 / (1 << 20) as f64,
             t0.elapsed().as_secs_f64()
         );
     }
@@ -76,16 +73,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let profile = args.profile(&default)?;
     let input = args.input(|| Ok(Generator::builder(profile).build()?))?;
     let mut b = GraphBuilder::new(args.graph_config());
-    input.add_to(&mut b, "input", "l2-learn");
-    let policy = match cli.unknown {
-        Unknown::Flood => UnknownUnicast::Flood,
-        Unknown::Drop => UnknownUnicast::Drop,
-    };
-    b.add("l2-learn", L2Learn::new(fib.clone()))
-        .add("l2-forward", L2Forward::new(fib, ports, policy))
-        .add("interface-output", InterfaceOutput::new(ports as usize))
-        .set_next("interface-output", OutputNext::Tx, "tx");
-    add_tx(&mut b, "tx", args)?;
+    input.add_to(&mut b, "input", app.entry());
+    let nodes = app.add_to(&mut b);
+    add_tx(&mut b, &nodes.output_to_tx.to, args)?;
     let mut graph = b.build(args.pool()?)?;
     run_and_report("l2fwd", &mut graph, args)
 }

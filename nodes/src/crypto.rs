@@ -34,15 +34,32 @@ use std::fmt::Write as _;
 /// Bytes added by encryption: sequence number and tag.
 pub const TRAILER: usize = 8 + 16;
 
-/// The AEAD algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The AEAD algorithm (serde: `"aes-128-gcm"`, `"aes-256-gcm"`, `"chacha20-poly1305"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Cipher {
     /// AES-128-GCM (16-byte key).
+    #[serde(rename = "aes-128-gcm")]
     Aes128Gcm,
     /// AES-256-GCM (32-byte key).
+    #[serde(rename = "aes-256-gcm")]
     Aes256Gcm,
     /// ChaCha20-Poly1305 (32-byte key).
+    #[serde(rename = "chacha20-poly1305")]
     ChaCha20Poly1305,
+}
+
+impl Cipher {
+    /// Key length in bytes.
+    ///
+    /// ```
+    /// assert_eq!(pktvec_nodes::crypto::Cipher::ChaCha20Poly1305.key_len(), 32);
+    /// ```
+    pub fn key_len(self) -> usize {
+        match self {
+            Cipher::Aes128Gcm => 16,
+            Cipher::Aes256Gcm | Cipher::ChaCha20Poly1305 => 32,
+        }
+    }
 }
 
 /// Encrypt or decrypt.

@@ -36,8 +36,9 @@ use pktvec_packet::wire::{EtherType, Ipv4Packet, MacAddr, WireError};
 use pktvec_packet::{MetaFlags, Packet, PacketMut};
 use std::fmt::Write as _;
 
-/// Accept or drop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// Accept or drop (serde: `"accept"`, `"drop"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// Let the packet through.
     #[default]
@@ -46,8 +47,9 @@ pub enum Policy {
     Drop,
 }
 
-/// What `ip4-input` checks and lets through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What `ip4-input` checks and lets through (serde: missing fields take the defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Ip4InputConfig {
     /// Verify the header checksum (drop on mismatch).
     pub verify_checksum: bool,

@@ -164,8 +164,10 @@ impl Node for L2Learn {
     }
 }
 
-/// What `l2-forward` does with broadcast, multicast and unknown unicast frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What `l2-forward` does with broadcast, multicast and unknown unicast frames (serde:
+/// `"flood"`, `"drop"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum UnknownUnicast {
     /// Send a copy out of every interface but the receiving one.
     Flood,

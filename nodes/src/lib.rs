@@ -20,8 +20,21 @@
 //!
 //! Each node's per-packet function (`*_one`) is public too, for tests and for nodes that
 //! fuse several steps.
+//!
+//! The seed applications are assembled from these nodes in [`apps`]:
+//!
+//! | forwarder | module | nodes it adds (the caller adds input and tx) |
+//! |---|---|---|
+//! | l2fwd | [`apps::l2fwd`] | `l2-learn → l2-forward → interface-output` |
+//! | l3fwd | [`apps::l3fwd`] | `ethernet-input → ip4/ip6-input → -lookup → -rewrite → interface-output`, `arp-input` |
+//! | ndnfwd | [`apps::ndnfwd`] | `ethernet-input → ndn-lookup → interface-output` |
+//! | cryptofwd | [`apps::cryptofwd`] | `crypto [→ verify] → l2-xconnect → interface-output` |
+//!
+//! Each has a serde config with defaults and returns its node names and arcs
+//! ([`apps::Edge`]), so a user's NF can splice its own node into the forwarder's graph.
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod arp;
 pub mod crypto;
 pub mod ethernet;

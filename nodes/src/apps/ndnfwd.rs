@@ -1,0 +1,197 @@
+//! `ndnfwd`, an NDN forwarder (seed 000's NDN application): `ethernet-input → ndn-lookup →
+//! interface-output → tx`, longest name-prefix match of Interests in a hash FIB. IPv4, IPv6
+//! and ARP frames are dropped by `ethernet-input` (their arcs lead to `drop`).
+//!
+//! FIB prefixes are domain names turned into NDN names ([`domain_to_name`]:
+//! `www.example.com` → `/com/example/www`) or generated (`/tld{i % 97}/site{i}/area{i % 7}`),
+//! prefix `i` routed to interface `i % ports`. [`Ndnfwd::interest_names`] gives the names
+//! the example's traffic asks for: each prefix plus two more components, so every lookup
+//! first misses on the full name, then hits a shorter prefix.
+//!
+//! ```
+//! use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+//! use pktvec_graph::{GraphBuilder, GraphConfig};
+//! use pktvec_nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
+//! use pktvec_packet::BufferPool;
+//!
+//! let cfg: NdnfwdConfig = serde_json::from_str(r#"{ "name_count": 100 }"#)?;
+//! let app = Ndnfwd::new(cfg)?;
+//! assert_eq!(app.fib().lookup_name("/tld5/site5/area5/obj5/seg2"), Some(1)); // 5 % 4
+//! let mut b = GraphBuilder::new(GraphConfig::default());
+//! b.add("input", PacketSource::new(vec![vec![0u8; 60]]).with_limit(10))
+//!     .set_next("input", SourceNext::Out, app.entry());
+//! app.add_to(&mut b);
+//! b.add("tx", NullSink);
+//! let mut g = b.build(BufferPool::new(Default::default())?)?;
+//! g.run_until_idle();
+//! assert_eq!(g.errors().count("ethernet-input", "unknown ethertype"), 10);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use super::{default_tx, AppError, Edge};
+use crate::ethernet::{EthernetInput, EthernetNext};
+use crate::ndn::{NdnFib, NdnLookup, NdnNext};
+use crate::output::{InterfaceOutput, OutputNext};
+use pktvec_graph::GraphBuilder;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Name of `ethernet-input` (the entry).
+pub const ETHERNET_INPUT: &str = "ethernet-input";
+/// Name of `ndn-lookup`.
+pub const NDN_LOOKUP: &str = "ndn-lookup";
+/// Name of `interface-output`.
+pub const INTERFACE_OUTPUT: &str = "interface-output";
+
+/// Settings of the NDN forwarder.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NdnfwdConfig {
+    /// Output interfaces (at least 1 is used).
+    pub ports: u32,
+    /// Domain list (`domain[<TAB>…]` per line, `#` comments, `.xz` read through `xzcat`);
+    /// generated names if absent.
+    pub names: Option<PathBuf>,
+    /// Generated name prefixes when no file is given.
+    pub name_count: usize,
+    /// Name of the transmit node (added by the caller).
+    pub tx: String,
+}
+
+impl Default for NdnfwdConfig {
+    fn default() -> Self {
+        NdnfwdConfig {
+            ports: 4,
+            names: None,
+            name_count: 100_000,
+            tx: default_tx(),
+        }
+    }
+}
+
+/// A domain name as an NDN name: labels reversed (`www.example.com.` → `/com/example/www`).
+///
+/// ```
+/// assert_eq!(pktvec_nodes::apps::ndnfwd::domain_to_name("www.example.com."), "/com/example/www");
+/// ```
+pub fn domain_to_name(d: &str) -> String {
+    let mut s = String::new();
+    for label in d.trim().trim_end_matches('.').rsplit('.') {
+        s.push('/');
+        s.push_str(label);
+    }
+    s
+}
+
+/// The NDN forwarder: config, FIB prefixes and FIB.
+pub struct Ndnfwd {
+    cfg: NdnfwdConfig,
+    prefixes: Vec<String>,
+    fib: Arc<NdnFib>,
+}
+
+/// The nodes [`Ndnfwd::add_to`] added and its arcs.
+#[derive(Clone, Debug)]
+pub struct NdnfwdNodes {
+    /// Node the input sends to (`ethernet-input`).
+    pub entry: &'static str,
+    /// Every node added, in path order.
+    pub nodes: Vec<&'static str>,
+    /// `ethernet-input → ndn-lookup`.
+    pub ethernet_to_ndn: Edge<EthernetNext>,
+    /// `ndn-lookup → interface-output`.
+    pub ndn_to_output: Edge<NdnNext>,
+    /// `interface-output → tx`.
+    pub output_to_tx: Edge<OutputNext>,
+}
+
+impl Ndnfwd {
+    /// Reads or generates the name prefixes and builds the FIB.
+    pub fn new(cfg: NdnfwdConfig) -> Result<Self, AppError> {
+        let prefixes: Vec<String> = match &cfg.names {
+            Some(p) => pktvec_lookup::routes::read_text_file(p)?
+                .lines()
+                .filter_map(|l| l.split('\t').next())
+                .filter(|d| !d.is_empty() && !d.starts_with('#'))
+                .map(domain_to_name)
+                .collect(),
+            None => (0..cfg.name_count)
+                .map(|i| format!("/tld{}/site{}/area{}", i % 97, i, i % 7))
+                .collect(),
+        };
+        Self::with_prefixes(cfg, prefixes)
+    }
+
+    /// Builds the FIB from these prefixes (`/a/b/c`; prefix `i` to interface `i % ports`).
+    pub fn with_prefixes(cfg: NdnfwdConfig, prefixes: Vec<String>) -> Result<Self, AppError> {
+        let ports = cfg.ports.max(1);
+        let fib = NdnFib::from_names(
+            prefixes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.as_str(), i as u32 % ports)),
+            prefixes.len().max(1),
+        )?;
+        Ok(Ndnfwd { cfg, prefixes, fib })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NdnfwdConfig {
+        &self.cfg
+    }
+
+    /// Interfaces used (`ports`, at least 1).
+    pub fn ports(&self) -> u32 {
+        self.cfg.ports.max(1)
+    }
+
+    /// The FIB prefixes, in route order.
+    pub fn prefixes(&self) -> &[String] {
+        &self.prefixes
+    }
+
+    /// The FIB.
+    pub fn fib(&self) -> &Arc<NdnFib> {
+        &self.fib
+    }
+
+    /// One Interest name per prefix: `{prefix}/obj{i % 13}/seg{i % 3}`.
+    pub fn interest_names(&self) -> Vec<String> {
+        self.prefixes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{p}/obj{}/seg{}", i % 13, i % 3))
+            .collect()
+    }
+
+    /// The node the caller's input must send to.
+    pub fn entry(&self) -> &'static str {
+        ETHERNET_INPUT
+    }
+
+    /// Adds `ethernet-input`, `ndn-lookup` and `interface-output` (whose transmit arc leads
+    /// to `tx`, which the caller adds).
+    pub fn add_to(&self, b: &mut GraphBuilder) -> NdnfwdNodes {
+        let tx = self.cfg.tx.as_str();
+        b.add(ETHERNET_INPUT, EthernetInput)
+            .add(NDN_LOOKUP, NdnLookup::new(self.fib.clone()))
+            .add(
+                INTERFACE_OUTPUT,
+                InterfaceOutput::new(self.ports() as usize),
+            )
+            .set_next(ETHERNET_INPUT, EthernetNext::Ip4, "drop")
+            .set_next(ETHERNET_INPUT, EthernetNext::Ip6, "drop")
+            .set_next(ETHERNET_INPUT, EthernetNext::Arp, "drop")
+            .set_next(ETHERNET_INPUT, EthernetNext::Ndn, NDN_LOOKUP)
+            .set_next(NDN_LOOKUP, NdnNext::Output, INTERFACE_OUTPUT)
+            .set_next(INTERFACE_OUTPUT, OutputNext::Tx, tx);
+        NdnfwdNodes {
+            entry: ETHERNET_INPUT,
+            nodes: vec![ETHERNET_INPUT, NDN_LOOKUP, INTERFACE_OUTPUT],
+            ethernet_to_ndn: Edge::new(ETHERNET_INPUT, EthernetNext::Ndn, NDN_LOOKUP),
+            ndn_to_output: Edge::new(NDN_LOOKUP, NdnNext::Output, INTERFACE_OUTPUT),
+            output_to_tx: Edge::new(INTERFACE_OUTPUT, OutputNext::Tx, tx),
+        }
+    }
+}
