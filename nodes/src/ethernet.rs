@@ -124,3 +124,66 @@ impl Node for EthernetInput {
         }
     }
 }
+
+next_nodes! {
+    /// Arcs of `ethernet-restore`.
+    pub enum EthernetRestoreNext {
+        /// Frames with their Ethernet header back.
+        Output = "interface-output",
+    }
+}
+
+node_errors! {
+    /// Drop reasons of `ethernet-restore`.
+    pub enum EthernetRestoreError {
+        /// No Ethernet header was recorded for the packet, or it is gone from the headroom.
+        NoL2 = "no l2 header to restore",
+    }
+}
+
+/// The `ethernet-restore` node: puts back the Ethernet header (and VLAN tags) that
+/// `ethernet-input` stripped, unchanged, for forwarders that switch frames by a higher-layer
+/// key without rewriting L2 (`ndnfwd`). The header is still in the headroom, so this only
+/// moves the data offset back to the recorded `l2_offset`.
+///
+/// ```
+/// use pktvec_graph::Verdict;
+/// use pktvec_nodes::ethernet::{ethernet_input_one, ethernet_restore_one, EthernetRestoreNext};
+/// use pktvec_packet::BufferPool;
+/// let mut frame = vec![0u8; 60];
+/// frame[12..14].copy_from_slice(&[0x86, 0x24]); // NDN
+/// let mut pool = BufferPool::new(Default::default())?;
+/// let bi = pool.alloc_with(&frame)?;
+/// assert!(matches!(ethernet_input_one(&mut pool.packet_mut(bi)), Verdict::Next(_)));
+/// assert_eq!(pool.data(bi).len(), 46);
+/// assert_eq!(ethernet_restore_one(&mut pool.packet_mut(bi)), Verdict::Next(EthernetRestoreNext::Output));
+/// assert_eq!(pool.data(bi), &frame[..]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EthernetRestore;
+
+/// Restores one packet's L2 header.
+#[inline(always)]
+pub fn ethernet_restore_one(
+    pkt: &mut pktvec_packet::PacketMut<'_>,
+) -> Verdict<EthernetRestoreNext, EthernetRestoreError> {
+    let m = pkt.meta();
+    if !m.flags.contains(MetaFlags::L2_VALID) || m.l2_offset > m.data_offset {
+        return Verdict::Drop(EthernetRestoreError::NoL2);
+    }
+    let n = (m.data_offset - m.l2_offset) as usize;
+    match pkt.prepend(n) {
+        Ok(_) => Verdict::Next(EthernetRestoreNext::Output),
+        Err(_) => Verdict::Drop(EthernetRestoreError::NoL2),
+    }
+}
+
+impl Node for EthernetRestore {
+    type Next = EthernetRestoreNext;
+    type Error = EthernetRestoreError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        cx.process_packets(frame, ethernet_restore_one);
+    }
+}

@@ -125,7 +125,8 @@ impl Node for L2Learn {
             cx.process_sub_batches(
                 frame,
                 |p| {
-                    let mac = mac_at(&p, 6);
+                    // A frame shorter than an Ethernet header is dropped as truncated.
+                    let mac = if p.len() >= 14 { mac_at(&p, 6) } else { None };
                     let h = mac.map(|m| {
                         let h = table.hash(&m);
                         table.prefetch(h);

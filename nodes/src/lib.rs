@@ -6,6 +6,7 @@
 //! | node | module | does |
 //! |---|---|---|
 //! | `ethernet-input` | [`ethernet`] | Ethernet + 802.1Q/QinQ parse, offsets in metadata, strips L2, dispatch by EtherType |
+//! | `ethernet-restore` | [`ethernet`] | puts the stripped Ethernet header back (L2-transparent forwarders such as ndnfwd) |
 //! | `ip4-input` | [`ip4`] | version, IHL, total length, checksum, TTL, options and fragment policies |
 //! | `ip4-rewrite` | [`ip4`] | TTL − 1 with incremental checksum, Ethernet header from an adjacency |
 //! | `ip6-input` | [`ip6`] | version, payload length, hop limit |
@@ -27,7 +28,7 @@
 //! |---|---|---|
 //! | l2fwd | [`apps::l2fwd`] | `l2-learn → l2-forward → interface-output` |
 //! | l3fwd | [`apps::l3fwd`] | `ethernet-input → ip4/ip6-input → -lookup → -rewrite → interface-output`, `arp-input` |
-//! | ndnfwd | [`apps::ndnfwd`] | `ethernet-input → ndn-lookup → interface-output` |
+//! | ndnfwd | [`apps::ndnfwd`] | `ethernet-input → ndn-lookup → ethernet-restore → interface-output` |
 //! | cryptofwd | [`apps::cryptofwd`] | `crypto [→ verify] → l2-xconnect → interface-output` |
 //!
 //! Each has a serde config with defaults and returns its node names and arcs

@@ -1,6 +1,8 @@
 //! `ndnfwd`, an NDN forwarder (seed 000's NDN application): `ethernet-input → ndn-lookup →
-//! interface-output → tx`, longest name-prefix match of Interests in a hash FIB. IPv4, IPv6
-//! and ARP frames are dropped by `ethernet-input` (their arcs lead to `drop`).
+//! ethernet-restore → interface-output → tx`, longest name-prefix match of Interests in a
+//! hash FIB; frames leave as they came (`ethernet-restore` puts back the Ethernet header
+//! `ethernet-input` stripped). IPv4, IPv6 and ARP frames are dropped by `ethernet-input`
+//! (their arcs lead to `drop`).
 //!
 //! FIB prefixes are domain names turned into NDN names ([`domain_to_name`]:
 //! `www.example.com` → `/com/example/www`) or generated (`/tld{i % 97}/site{i}/area{i % 7}`),
@@ -29,7 +31,7 @@
 //! ```
 
 use super::{default_tx, AppError, Edge};
-use crate::ethernet::{EthernetInput, EthernetNext};
+use crate::ethernet::{EthernetInput, EthernetNext, EthernetRestore, EthernetRestoreNext};
 use crate::ndn::{NdnFib, NdnLookup, NdnNext};
 use crate::output::{InterfaceOutput, OutputNext};
 use pktvec_graph::GraphBuilder;
@@ -41,6 +43,8 @@ use std::sync::Arc;
 pub const ETHERNET_INPUT: &str = "ethernet-input";
 /// Name of `ndn-lookup`.
 pub const NDN_LOOKUP: &str = "ndn-lookup";
+/// Name of `ethernet-restore`.
+pub const ETHERNET_RESTORE: &str = "ethernet-restore";
 /// Name of `interface-output`.
 pub const INTERFACE_OUTPUT: &str = "interface-output";
 
@@ -100,8 +104,10 @@ pub struct NdnfwdNodes {
     pub nodes: Vec<&'static str>,
     /// `ethernet-input → ndn-lookup`.
     pub ethernet_to_ndn: Edge<EthernetNext>,
-    /// `ndn-lookup → interface-output`.
-    pub ndn_to_output: Edge<NdnNext>,
+    /// `ndn-lookup → ethernet-restore`.
+    pub ndn_to_restore: Edge<NdnNext>,
+    /// `ethernet-restore → interface-output`.
+    pub restore_to_output: Edge<EthernetRestoreNext>,
     /// `interface-output → tx`.
     pub output_to_tx: Edge<OutputNext>,
 }
@@ -170,12 +176,13 @@ impl Ndnfwd {
         ETHERNET_INPUT
     }
 
-    /// Adds `ethernet-input`, `ndn-lookup` and `interface-output` (whose transmit arc leads
-    /// to `tx`, which the caller adds).
+    /// Adds `ethernet-input`, `ndn-lookup`, `ethernet-restore` and `interface-output` (whose
+    /// transmit arc leads to `tx`, which the caller adds).
     pub fn add_to(&self, b: &mut GraphBuilder) -> NdnfwdNodes {
         let tx = self.cfg.tx.as_str();
         b.add(ETHERNET_INPUT, EthernetInput)
             .add(NDN_LOOKUP, NdnLookup::new(self.fib.clone()))
+            .add(ETHERNET_RESTORE, EthernetRestore)
             .add(
                 INTERFACE_OUTPUT,
                 InterfaceOutput::new(self.ports() as usize),
@@ -184,13 +191,28 @@ impl Ndnfwd {
             .set_next(ETHERNET_INPUT, EthernetNext::Ip6, "drop")
             .set_next(ETHERNET_INPUT, EthernetNext::Arp, "drop")
             .set_next(ETHERNET_INPUT, EthernetNext::Ndn, NDN_LOOKUP)
-            .set_next(NDN_LOOKUP, NdnNext::Output, INTERFACE_OUTPUT)
+            .set_next(NDN_LOOKUP, NdnNext::Output, ETHERNET_RESTORE)
+            .set_next(
+                ETHERNET_RESTORE,
+                EthernetRestoreNext::Output,
+                INTERFACE_OUTPUT,
+            )
             .set_next(INTERFACE_OUTPUT, OutputNext::Tx, tx);
         NdnfwdNodes {
             entry: ETHERNET_INPUT,
-            nodes: vec![ETHERNET_INPUT, NDN_LOOKUP, INTERFACE_OUTPUT],
+            nodes: vec![
+                ETHERNET_INPUT,
+                NDN_LOOKUP,
+                ETHERNET_RESTORE,
+                INTERFACE_OUTPUT,
+            ],
             ethernet_to_ndn: Edge::new(ETHERNET_INPUT, EthernetNext::Ndn, NDN_LOOKUP),
-            ndn_to_output: Edge::new(NDN_LOOKUP, NdnNext::Output, INTERFACE_OUTPUT),
+            ndn_to_restore: Edge::new(NDN_LOOKUP, NdnNext::Output, ETHERNET_RESTORE),
+            restore_to_output: Edge::new(
+                ETHERNET_RESTORE,
+                EthernetRestoreNext::Output,
+                INTERFACE_OUTPUT,
+            ),
             output_to_tx: Edge::new(INTERFACE_OUTPUT, OutputNext::Tx, tx),
         }
     }
