@@ -5,13 +5,16 @@
 //! # Layout
 //!
 //! A [`HashTable<K, V, N>`] is one array of 64-byte-aligned buckets; a bucket holds `N`
-//! 16-bit tags (signatures), a displaced-key counter, then `N` keys and `N` values, inline.
+//! 16-bit tags (signatures), a displaced-key counter, then `N` values and `N` keys, inline.
 //! For a MAC address and a `u32` value with `N = 5` ([`MacTable`]) a bucket is exactly one
 //! 64-byte cache line, so a lookup normally touches **one line**, hit or miss:
 //!
 //! ```text
-//! | tags u16×5 | displaced u16 | keys [u8;6]×5 | pad 2 | values u32×5 |   = 64 B
+//! | tags u16×5 | displaced u16 | values u32×5 | keys [u8;6]×5 | pad 2 |   = 64 B
 //! ```
+//!
+//! In buckets of several lines (names: 320 bytes) tags and values share the first line,
+//! so a miss reads one line and a hit that line and its key's.
 //!
 //! Each key has two candidate buckets (bucketized cuckoo hashing). Inserts put a key in
 //! its *primary* bucket when there is room; only when it is full does the key go to its
@@ -67,6 +70,7 @@ mod keys;
 
 pub use keys::{
     hash_bytes, hash_u64, hash_u64x2, HashKey, Ipv4FiveTuple, Ipv6FiveTuple, Name, NameTooLong,
+    PrefixHasher,
 };
 
 /// Most buckets the displacement (cuckoo) search of one insert visits before it gives up
@@ -130,7 +134,8 @@ impl Hashed {
     }
 }
 
-/// One bucket: tags first (a miss reads only them), keys, values.
+/// One bucket: tags first (a miss reads only them), values, keys. The values sit next to
+/// the tags so that in a bucket of several lines a hit reads the first line and its key's.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket<K, V, const N: usize> {
@@ -138,8 +143,8 @@ struct Bucket<K, V, const N: usize> {
     /// Keys whose primary bucket this is but which live in their secondary bucket
     /// (saturating: once at `u16::MAX` it stays there).
     displaced: u16,
-    keys: [K; N],
     vals: [V; N],
+    keys: [K; N],
 }
 
 impl<K: HashKey, V: Copy + Default, const N: usize> Bucket<K, V, N> {
@@ -147,8 +152,8 @@ impl<K: HashKey, V: Copy + Default, const N: usize> Bucket<K, V, N> {
         Bucket {
             tags: [0; N],
             displaced: 0,
-            keys: [K::default(); N],
             vals: [V::default(); N],
+            keys: [K::default(); N],
         }
     }
 
@@ -165,10 +170,17 @@ impl<K: HashKey, V: Copy + Default, const N: usize> Bucket<K, V, N> {
 
     #[inline(always)]
     fn position(&self, tag: u16, key: &K) -> Option<usize> {
+        self.position_by(tag, |k| k == key)
+    }
+
+    /// The first slot holding `tag` and a key that `eq` accepts (keys of other slots are
+    /// not read).
+    #[inline(always)]
+    fn position_by(&self, tag: u16, eq: impl Fn(&K) -> bool) -> Option<usize> {
         let mut m = self.tag_mask(tag);
         while m != 0 {
             let i = m.trailing_zeros() as usize;
-            if self.keys[i] == *key {
+            if eq(&self.keys[i]) {
                 return Some(i);
             }
             m &= m - 1;
@@ -179,6 +191,11 @@ impl<K: HashKey, V: Copy + Default, const N: usize> Bucket<K, V, N> {
     #[inline(always)]
     fn find(&self, tag: u16, key: &K) -> Option<V> {
         self.position(tag, key).map(|i| self.vals[i])
+    }
+
+    #[inline(always)]
+    fn find_by(&self, tag: u16, eq: impl Fn(&K) -> bool) -> Option<V> {
+        self.position_by(tag, eq).map(|i| self.vals[i])
     }
 
     #[inline]
@@ -378,7 +395,7 @@ impl<K: HashKey, V: Copy + Default, const N: usize> HashTable<K, V, N> {
         if let Some(b) = self.buckets.get(i) {
             prefetch_read(&b.tags);
             if size_of::<Bucket<K, V, N>>() > 64 && size_of::<Bucket<K, V, N>>() <= 128 {
-                prefetch_read(&b.vals[N - 1]);
+                prefetch_read(&b.keys[N - 1]);
             }
         }
     }
@@ -415,6 +432,82 @@ impl<K: HashKey, V: Copy + Default, const N: usize> HashTable<K, V, N> {
             return None;
         }
         self.buckets[self.secondary(h, p)].find(tag, key)
+    }
+
+    /// Step 3 of a lookup by a borrowed form of the key: the value of the key hashing to
+    /// `h` that `eq` accepts. `eq` is asked only about keys whose tag matches `h`'s (a
+    /// 16-bit fingerprint of the hash, so other slots' keys are not even read), and must
+    /// accept exactly the one key whose [`hash`](Self::hash) is `h`, or none; then the
+    /// answer is that of [`lookup_hashed`](Self::lookup_hashed). This is how a key is
+    /// looked up without building it, e.g. a name by the packet bytes that hold it (see
+    /// [`lookup_bytes_hashed`](Self::lookup_bytes_hashed)).
+    ///
+    /// ```
+    /// use pktvec_lookup::hash::{HashTable, MacTable};
+    /// use pktvec_packet::wire::MacAddr;
+    /// let mut t: MacTable = HashTable::new(8)?;
+    /// let m = MacAddr::new([2, 0, 0, 0, 0, 9]);
+    /// t.insert(m, 7)?;
+    /// let h = t.hash(&m);
+    /// assert_eq!(t.lookup_hashed_by(h, |k| k.0 == [2, 0, 0, 0, 0, 9]), Some(7));
+    /// assert_eq!(t.lookup_hashed_by(h, |_| false), None);
+    /// # Ok::<(), pktvec_lookup::hash::HashError>(())
+    /// ```
+    #[inline(always)]
+    pub fn lookup_hashed_by(&self, h: Hashed, eq: impl Fn(&K) -> bool) -> Option<V> {
+        let tag = h.tag();
+        let p = self.primary(h);
+        let b = &self.buckets[p];
+        if let Some(v) = b.find_by(tag, &eq) {
+            return Some(v);
+        }
+        if b.displaced == 0 {
+            return None;
+        }
+        self.buckets[self.secondary(h, p)].find_by(tag, eq)
+    }
+
+    /// Like [`prefetch`](Self::prefetch), but every cache line of the primary bucket in
+    /// which a key or a value starts, not only the first: for buckets of several lines
+    /// (names, IPv6 flows) where a hit is expected, so that tags, key and value are all in
+    /// flight before the search. A hint only: it never changes a result.
+    #[inline(always)]
+    pub fn prefetch_bucket_lines(&self, h: Hashed) {
+        let Some(b) = self.buckets.get(self.primary(h)) else {
+            return;
+        };
+        prefetch_read(&b.tags);
+        if size_of::<Bucket<K, V, N>>() <= 64 {
+            return;
+        }
+        // Offsets within the bucket are constants: the loops fold to the prefetches.
+        let base = b as *const Bucket<K, V, N> as usize;
+        let mut next_line = 64;
+        for v in &b.vals {
+            let off = v as *const V as usize - base;
+            if off >= next_line {
+                prefetch_read(v);
+                next_line = (off / 64 + 1) * 64;
+            }
+        }
+        for k in &b.keys {
+            let off = k as *const K as usize - base;
+            if off >= next_line {
+                prefetch_read(k);
+                next_line = (off / 64 + 1) * 64;
+            }
+        }
+    }
+
+    /// Prefetch the key's secondary bucket (its first line), where the key lives if its
+    /// primary bucket was full when it was inserted: about a fifth of the keys of a table
+    /// at 90% load. For lookups that expect a hit, next to [`prefetch`](Self::prefetch) or
+    /// [`prefetch_bucket_lines`](Self::prefetch_bucket_lines); a miss reads the secondary
+    /// bucket only when the primary's displaced counter is non-zero. A hint only.
+    #[inline(always)]
+    pub fn prefetch_secondary(&self, h: Hashed) {
+        let p = self.primary(h);
+        self.prefetch_bucket(self.secondary(h, p));
     }
 
     /// The value of `key`, if present (hash and search, no prefetch).
@@ -799,6 +892,69 @@ impl<K: HashKey, V: Copy + Default, const N: usize> HashTable<K, V, N> {
         } else if *d != u16::MAX {
             *d -= 1;
         }
+    }
+}
+
+/// Lookups of names by the bytes that hold them (a slice of a packet), with no 64-byte
+/// [`Name`] built per lookup: the hash comes from [`hash_bytes`] or, for several prefixes
+/// of one name, from a [`PrefixHasher`] in one pass; the search compares a stored key with
+/// the slice only in slots whose 16-bit tag matches (the tag is a fingerprint of the hash,
+/// which covers the length too, so other slots are rejected without reading their keys).
+///
+/// The longest-prefix pattern (the `ndn-lookup` node's):
+///
+/// ```
+/// use pktvec_lookup::hash::{HashTable, Hashed, Name, NameTable};
+/// let mut t: NameTable = HashTable::new(16)?;
+/// t.insert(Name::new(b"/com/example")?, 1)?;
+/// t.insert(Name::new(b"/com")?, 2)?;
+///
+/// let pkt = b"/com/example/video/1";
+/// let ends = [4, 12, 18, 20]; // where each component ends
+/// // Phase 1: every prefix hash in one pass, prefetch their buckets.
+/// let mut hasher = t.prefix_hasher(pkt);
+/// let hashes = ends.map(|e| Hashed(hasher.prefix(e)));
+/// for &h in &hashes {
+///     t.prefetch(h);
+/// }
+/// // Phase 2: longest first, stop at the first hit.
+/// let hit = (0..ends.len())
+///     .rev()
+///     .find_map(|k| t.lookup_bytes_hashed(&pkt[..ends[k]], hashes[k]));
+/// assert_eq!(hit, Some(1));
+/// assert_eq!(t.lookup_bytes(b"/com"), Some(2));
+/// assert_eq!(t.lookup_bytes(b"/co"), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<V: Copy + Default, const N: usize> HashTable<Name, V, N> {
+    /// The hash of the name whose bytes are `bytes`: `self.hash(&Name::new(bytes)?)`
+    /// without the copy (for any length; names longer than [`Name::MAX_LEN`] are never
+    /// found).
+    #[inline(always)]
+    pub fn hash_name_bytes(&self, bytes: &[u8]) -> Hashed {
+        Hashed(hash_bytes(bytes, self.seed))
+    }
+
+    /// A [`PrefixHasher`] under this table's seed: `Hashed(prefix_hasher(b).prefix(end))`
+    /// is `hash_name_bytes(&b[..end])`, all prefixes in one pass over `b`.
+    #[inline(always)]
+    pub fn prefix_hasher<'a>(&self, bytes: &'a [u8]) -> PrefixHasher<'a> {
+        PrefixHasher::new(bytes, self.seed)
+    }
+
+    /// Step 3 of a lookup by bytes: the value of the name whose bytes are `key`, given its
+    /// hash `h` from [`hash_name_bytes`](Self::hash_name_bytes) or a
+    /// [`prefix_hasher`](Self::prefix_hasher). The same answer as
+    /// `lookup_hashed(&Name::new(key)?, h)`; `None` for keys longer than [`Name::MAX_LEN`].
+    #[inline(always)]
+    pub fn lookup_bytes_hashed(&self, key: &[u8], h: Hashed) -> Option<V> {
+        self.lookup_hashed_by(h, |k| k.eq_bytes(key))
+    }
+
+    /// The value of the name whose bytes are `key`, if present (hash and search).
+    #[inline]
+    pub fn lookup_bytes(&self, key: &[u8]) -> Option<V> {
+        self.lookup_bytes_hashed(key, self.hash_name_bytes(key))
     }
 }
 

@@ -1,11 +1,12 @@
 //! Property tests of `pktvec_lookup::hash` against `hashbrown::HashMap`: random operation
-//! sequences on all key types, bulk and single lookups agreeing, full tables, and keys whose
-//! hashes collide on purpose.
+//! sequences on all key types, bulk and single lookups agreeing, full tables, keys whose
+//! hashes collide on purpose, and name lookups by bytes (`lookup_bytes*`, `PrefixHasher`,
+//! `lookup_hashed_by`) against the same reference.
 
 use hashbrown::HashMap;
 use pktvec_lookup::hash::{
-    hash_u64, HashError, HashKey, HashTable, Ipv4FiveTuple, Ipv6FiveTuple, MacTable, Name,
-    MAX_SUB_BATCH,
+    hash_bytes, hash_u64, HashError, HashKey, HashTable, Ipv4FiveTuple, Ipv6FiveTuple, MacTable,
+    Name, NameTable, PrefixHasher, MAX_SUB_BATCH,
 };
 use pktvec_packet::wire::MacAddr;
 use proptest::prelude::*;
@@ -174,6 +175,70 @@ proptest! {
     fn name_ops_match_reference(ops in prop::collection::vec(op(120), 1..400),
                                 cap in 1usize..100, seed in any::<u64>()) {
         run::<Name, 4>(&names(120), cap, seed, &ops)?;
+    }
+
+    /// Names looked up by their bytes (whole-name hash, or prefix hashes from one
+    /// `PrefixHasher` pass over a longer buffer) answer like the reference after random
+    /// inserts and removals; so does `lookup_hashed_by`; byte strings that are no stored
+    /// name (prefixes, extensions, longer than 64 bytes) are misses.
+    #[test]
+    fn name_bytes_lookups_match_reference(ops in prop::collection::vec(op(120), 1..300),
+                                          cap in 1usize..100, seed in any::<u64>(),
+                                          tail in prop::collection::vec(any::<u8>(), 0..80)) {
+        let keys = names(120);
+        let mut t: NameTable = HashTable::with_seed(cap, seed).unwrap();
+        let mut r: HashMap<Vec<u8>, u32> = HashMap::new();
+        for o in &ops {
+            match o {
+                Op::Insert(k, v) | Op::Update(k, v) => {
+                    if t.insert(keys[*k], *v).is_ok() {
+                        r.insert(keys[*k].as_bytes().to_vec(), *v);
+                    }
+                }
+                Op::Remove(k) => {
+                    t.remove(&keys[*k]);
+                    r.remove(keys[*k].as_bytes());
+                }
+                Op::Lookup(_) | Op::Bulk(..) => {}
+            }
+        }
+        for k in &keys {
+            let b = k.as_bytes();
+            let want = r.get(b).copied();
+            prop_assert_eq!(t.lookup_bytes(b), want);
+            let h = t.hash_name_bytes(b);
+            prop_assert_eq!(h, t.hash(k));
+            t.prefetch_bucket_lines(h);
+            t.prefetch_secondary(h);
+            prop_assert_eq!(t.lookup_bytes_hashed(b, h), want);
+            prop_assert_eq!(t.lookup_hashed_by(h, |x| x == k), want);
+            // The key inside a longer buffer: every prefix by one hasher pass.
+            let mut buf = b.to_vec();
+            buf.extend_from_slice(&tail);
+            let mut ph = t.prefix_hasher(&buf);
+            for end in 0..=buf.len() {
+                let h = ph.prefix(end);
+                prop_assert_eq!(h, hash_bytes(&buf[..end], seed));
+                prop_assert_eq!(
+                    t.lookup_bytes_hashed(&buf[..end], pktvec_lookup::hash::Hashed(h)),
+                    r.get(&buf[..end]).copied()
+                );
+            }
+        }
+        let long = [b'x'; 65];
+        prop_assert_eq!(t.lookup_bytes(&long), None);
+    }
+
+    /// `PrefixHasher` equals `hash_bytes` for any order of ends (growing, shrinking,
+    /// past the end).
+    #[test]
+    fn prefix_hasher_equals_hash_bytes(bytes in prop::collection::vec(any::<u8>(), 0..100),
+                                       ends in prop::collection::vec(0usize..120, 0..20),
+                                       seed in any::<u64>()) {
+        let mut ph = PrefixHasher::new(&bytes, seed);
+        for &e in &ends {
+            prop_assert_eq!(ph.prefix(e), hash_bytes(&bytes[..e.min(bytes.len())], seed));
+        }
     }
 
     #[test]

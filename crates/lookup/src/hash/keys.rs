@@ -69,6 +69,92 @@ pub fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
     fold_mul(h ^ seed, K2 ^ bytes.len() as u64)
 }
 
+/// [`hash_bytes`] of every prefix of a byte string, in one pass over its bytes.
+///
+/// [`hash_bytes`] mixes whole 8-byte words into a running state, then a zero-padded last
+/// word, then the length, so the hash of `bytes[..end]` is the running state after
+/// `end / 8` words plus one word and one finishing multiply. A `PrefixHasher` keeps that
+/// running state: asking for growing prefixes (the encoded prefixes of an NDN name, one
+/// per component count) costs one multiply per 8 bytes in all, plus two per prefix, and
+/// never copies the bytes.
+///
+/// `prefix(end)` equals `hash_bytes(&bytes[..end], seed)` for any `end`; ends past the
+/// slice are clamped to its length, and asking for a shorter prefix than the previous one
+/// restarts from the first byte (correct, just not one pass). The bytes after `end` are
+/// never part of the hash, so the hasher may be given more than the key (a packet from the
+/// key's first byte on): the last partial word is then read whole and masked.
+///
+/// ```
+/// use pktvec_lookup::hash::{hash_bytes, PrefixHasher};
+/// let name = b"\x08\x03com\x08\x07example\x08\x05video";
+/// let mut h = PrefixHasher::new(name, 42);
+/// for end in [5, 14, 21] {
+///     assert_eq!(h.prefix(end), hash_bytes(&name[..end], 42));
+/// }
+/// assert_eq!(h.prefix(3), hash_bytes(&name[..3], 42)); // shorter: restarts
+/// assert_eq!(h.prefix(1000), hash_bytes(name, 42)); // clamped
+/// ```
+#[derive(Clone, Debug)]
+pub struct PrefixHasher<'a> {
+    bytes: &'a [u8],
+    seed: u64,
+    /// State after mixing the words of `bytes[..done]`.
+    state: u64,
+    /// Bytes mixed into `state` (a multiple of 8).
+    done: usize,
+}
+
+impl<'a> PrefixHasher<'a> {
+    /// A hasher of prefixes of `bytes` under `seed` (the seed of [`hash_bytes`]).
+    #[inline(always)]
+    pub fn new(bytes: &'a [u8], seed: u64) -> Self {
+        PrefixHasher {
+            bytes,
+            seed,
+            state: seed ^ K0,
+            done: 0,
+        }
+    }
+
+    /// `hash_bytes(&bytes[..end], seed)`, from the running state.
+    #[inline(always)]
+    pub fn prefix(&mut self, end: usize) -> u64 {
+        let end = end.min(self.bytes.len());
+        if end < self.done {
+            self.state = self.seed ^ K0;
+            self.done = 0;
+        }
+        // The whole words of bytes[done..end].
+        let mid = self.bytes.get(self.done..end).unwrap_or_default();
+        let mut words = mid.chunks_exact(8);
+        for w in &mut words {
+            if let Some(w) = w.first_chunk::<8>() {
+                self.state = fold_mul(self.state ^ u64::from_le_bytes(*w), K1);
+            }
+        }
+        self.done = end - words.remainder().len();
+        let rest = words.remainder().len();
+        let mut h = self.state;
+        if rest != 0 {
+            // 1..=7 bytes: a whole word masked when the slice goes on, else a padded copy.
+            let w = match self
+                .bytes
+                .get(self.done..)
+                .and_then(<[u8]>::first_chunk::<8>)
+            {
+                Some(w) => u64::from_le_bytes(*w) & (u64::MAX >> (64 - 8 * rest)),
+                None => {
+                    let mut w = [0u8; 8];
+                    w[..rest].copy_from_slice(words.remainder());
+                    u64::from_le_bytes(w)
+                }
+            };
+            h = fold_mul(h ^ w, K1);
+        }
+        fold_mul(h ^ self.seed, K2 ^ end as u64)
+    }
+}
+
 /// A key of [`HashTable`](super::HashTable): copyable, comparable, with a default value
 /// for empty slots, and a seeded 64-bit hash.
 ///
@@ -323,6 +409,23 @@ impl Name {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether the name's bytes are `bytes` (what `*self == Name::new(bytes)?` says, without
+    /// building a 64-byte copy; false for slices longer than [`Name::MAX_LEN`]).
+    ///
+    /// ```
+    /// use pktvec_lookup::hash::Name;
+    /// let n = Name::new(b"/ndn/edu")?;
+    /// assert!(n.eq_bytes(b"/ndn/edu"));
+    /// assert!(!n.eq_bytes(b"/ndn/edu/ucla"));
+    /// assert!(!n.eq_bytes(b"/ndn"));
+    /// # Ok::<(), pktvec_lookup::hash::NameTooLong>(())
+    /// ```
+    #[inline(always)]
+    pub fn eq_bytes(&self, bytes: &[u8]) -> bool {
+        usize::from(self.len) == bytes.len()
+            && self.bytes.get(..bytes.len()).is_some_and(|b| b == bytes)
     }
 }
 
