@@ -150,16 +150,18 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }
         }),
     ));
-    methods.push((
-        "vector-256 lookup_vector_raw b=32".into(),
-        true,
-        Box::new(|k, _, r| {
-            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                lpm.lookup_vector_raw(k, r, 32);
-            }
-        }),
-    ));
-    for d in [16usize, 24, 32] {
+    for b in [16usize, 32, 64, 128, 256] {
+        methods.push((
+            format!("vector-256 lookup_vector_raw b={b}"),
+            true,
+            Box::new(move |k, _, r| {
+                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                    lpm.lookup_vector_raw(k, r, b);
+                }
+            }),
+        ));
+    }
+    for d in [4usize, 8, 16] {
         methods.push((
             format!("vector-256 lookup_vector_pipelined d={d}"),
             true,
@@ -170,8 +172,19 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }),
         ));
     }
+    for d in [16usize, 32] {
+        methods.push((
+            format!("DIR-24-8 master lookup_vector_dir24 d={d}"),
+            true,
+            Box::new(move |k, _, r| {
+                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                    lpm.lookup_vector_dir24(k, r, d);
+                }
+            }),
+        ));
+    }
     methods.push((
-        "vector-256 lookup_vector (Option, d=16)".into(),
+        "vector-256 lookup_vector (Option, b=64)".into(),
         false,
         Box::new(|k, o, _| {
             for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
@@ -361,8 +374,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let routes_path = dir.join("lpm4_routes.txt");
         routes::write_routes_file(&routes_path, &table_routes)?;
         eprintln!(
-            "{name}: {} routes, built in {build_ms:.0} ms; THP advised {}, AnonHugePages +{:?} KiB",
+            "{name}: {} routes, built in {build_ms:.0} ms; read path {:.2} MiB; THP advised {}, AnonHugePages +{:?} KiB",
             lpm.len(),
+            lpm.read_path_bytes() as f64 / 1048576.0,
             lpm.huge_pages_advised(),
             thp_kib
         );

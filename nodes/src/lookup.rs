@@ -1,7 +1,12 @@
 //! `ip4-lookup` and `ip6-lookup`: longest-prefix match of the destination address in a
-//! shared FIB, two-phase (extract the address and prefetch the table lines for `b` packets,
-//! then look them up). The route's next-hop id is the adjacency index the rewrite node
-//! uses (`BufferMeta::opaque`).
+//! shared FIB. The route's next-hop id is the adjacency index the rewrite node uses
+//! (`BufferMeta::opaque`).
+//!
+//! `ip4-lookup` gathers the frame's destinations into an array, runs the FIB's staged
+//! vector lookup over them in sub-batches of `b` ([`Lpm4::lookup_vector_raw`]: prefetch
+//! every table line of the sub-batch, then the next level, then answer) and hands each
+//! packet on. `ip6-lookup` is two-phase per packet (extract the address and prefetch the
+//! table lines for `b` packets, then look them up).
 //!
 //! The IPv4 FIB is shared as `Arc<Lpm4>`: routes can be added and deleted from another
 //! thread while workers look up. The IPv6 FIB is read-only while shared.
@@ -18,7 +23,7 @@
 //! ```
 
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
-use pktvec_lookup::ipv4::Lpm4;
+use pktvec_lookup::ipv4::{Lpm4, MISS};
 use pktvec_lookup::ipv6::Lpm6;
 use pktvec_packet::Packet;
 use std::fmt::Write as _;
@@ -45,12 +50,24 @@ node_errors! {
 /// The `ip4-lookup` node.
 pub struct Ip4Lookup {
     fib: Arc<Lpm4>,
+    /// Per-frame scratch (allocated once): destinations, then answers.
+    keys: Box<[u32; MAX_FRAME]>,
+    answers: Box<[u32; MAX_FRAME]>,
 }
+
+/// Largest frame a node sees (the graph's maximum vector size).
+const MAX_FRAME: usize = 4096;
+/// Destination placeholder of a packet too short to hold one.
+const NO_DST: u32 = u32::MAX;
 
 impl Ip4Lookup {
     /// A lookup node over a shared FIB.
     pub fn new(fib: Arc<Lpm4>) -> Self {
-        Ip4Lookup { fib }
+        Ip4Lookup {
+            fib,
+            keys: Box::new([0; MAX_FRAME]),
+            answers: Box::new([0; MAX_FRAME]),
+        }
     }
     /// The FIB.
     pub fn fib(&self) -> &Lpm4 {
@@ -69,27 +86,43 @@ impl Node for Ip4Lookup {
     type Error = Ip4LookupError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let fib = &*self.fib;
-        cx.process_sub_batches(
-            frame,
-            |p| {
-                let d = dst4(&p);
-                if let Some(d) = d {
-                    fib.prefetch(d);
+        let b = cx.sub_batch();
+        let map = cx.verdict_map();
+        let (bufs, nexts) = frame.split_mut();
+        let n = bufs.len().min(MAX_FRAME);
+        let (keys, answers) = (&mut self.keys[..n], &mut self.answers[..n]);
+        // The headers are in cache: ip4-input has just read them.
+        let mut truncated = false;
+        for (k, &bi) in keys.iter_mut().zip(bufs) {
+            let d = dst4(&cx.packet(bi));
+            truncated |= d.is_none();
+            *k = d.unwrap_or(0);
+        }
+        self.fib.lookup_vector_raw(keys, answers, b);
+        if truncated {
+            for (k, &bi) in keys.iter_mut().zip(bufs) {
+                if dst4(&cx.packet(bi)).is_none() {
+                    *k = NO_DST;
                 }
-                d
-            },
-            |p, d| match d {
-                None => Verdict::Drop(Ip4LookupError::Truncated),
-                Some(d) => match fib.lookup(d) {
-                    Some(nh) => {
-                        p.meta_mut().opaque = nh;
-                        Verdict::Next(Ip4LookupNext::Rewrite)
-                    }
-                    None => Verdict::Drop(Ip4LookupError::NoRoute),
-                },
-            },
-        );
+            }
+        }
+        for (i, &bi) in bufs.iter().enumerate().take(n) {
+            let mut p = cx.packet_mut(bi);
+            let a = answers[i];
+            let v = if a == MISS {
+                Verdict::Drop(Ip4LookupError::NoRoute)
+            } else {
+                p.meta_mut().opaque = a;
+                Verdict::Next(Ip4LookupNext::Rewrite)
+            };
+            let v = if truncated && keys[i] == NO_DST {
+                Verdict::Drop(Ip4LookupError::Truncated)
+            } else {
+                v
+            };
+            nexts[i] = map.slot(v, p.meta_mut());
+        }
+        cx.enqueue_frame(frame);
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {

@@ -1,32 +1,44 @@
-//! IPv4 longest-prefix match: a DIR-24-8 table (a 2^24-entry first level indexed by the top
-//! 24 bits of the address, and 256-entry second-level groups for the /24s that hold longer
-//! prefixes), updatable while other threads look up.
+//! IPv4 longest-prefix match: a DIR-24-8 master table that updates edit, and a compressed
+//! copy of its first level that lookups read, updatable while other threads look up.
 //!
-//! # Layout and memory
+//! # Structure
 //!
-//! Every entry is one `AtomicU32`:
+//! * **Master (DIR-24-8, written by updates).** A 2^24-entry first level indexed by the top
+//!   24 bits of the address, and 256-entry second-level groups for the /24s that hold
+//!   longer prefixes. Every entry is one `AtomicU32`:
 //!
-//! | bits 31..26 (`code`) | bits 25..0 (`payload`) | meaning |
-//! |---|---|---|
-//! | 0 | 0 | no route |
-//! | `depth + 1` (1..=33) | next hop | a route of length `depth` |
-//! | 63 | group index | (first level only) look in second-level group `payload` |
+//!   | bits 31..26 (`code`) | bits 25..0 (`payload`) | meaning |
+//!   |---|---|---|
+//!   | 0 | 0 | no route |
+//!   | `depth + 1` (1..=33) | next hop | a route of length `depth` |
+//!   | 63 | group index | (first level only) look in second-level group `payload` |
 //!
-//! so next-hop ids go up to [`MAX_NEXT_HOP`] = 2^26 − 1 (rte_lpm: 2^24 − 1) and the prefix
-//! depth needed by add/delete lives in the entry itself, as in rte_lpm. Memory:
+//!   so next-hop ids go up to [`MAX_NEXT_HOP`] = 2^26 − 1 (rte_lpm: 2^24 − 1) and the
+//!   prefix depth needed by add/delete lives in the entry itself, as in rte_lpm.
+//! * **Read path (what lookups read).** The master's first level cut into 2^18 quarters
+//!   of 64 /24 slots, each a 16-byte entry: a 64-bit bitmap of where runs of equal slots
+//!   start, and the base of the runs' values in a pool (or the value itself when the
+//!   quarter is one run). A lookup reads one entry, ranks the slot with one `popcnt` and
+//!   reads one value (none for single-run quarters); a /24 with longer prefixes points to
+//!   its master group. The read path of a 1M-prefix BGP table is 8–13 MiB instead of the
+//!   master's 64 MiB, which is what makes a random lookup cheap: see
+//!   `docs/results/lookup-ipv4.md`. The vector lookups stage a sub-batch (prefetch every
+//!   entry, rank every key and prefetch every value, read the values).
 //!
-//! * first level: 2^24 × 4 B = 64 MiB, always; by default advised to use transparent huge
-//!   pages ([`Lpm4Config::huge_pages`]), which shortens the page walk of the TLB miss that
-//!   a random lookup takes on almost every key with 4 KiB pages;
-//! * second level: 1 KiB per group, allocated lazily in segments of [`GROUPS_PER_SEGMENT`]
-//!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups, so at most
-//!   64 MiB); a real 900k-prefix BGP table uses about 900 groups and a generated 2M-prefix
-//!   table about 2,300, so 2M prefixes fit with the default; the worst case (every prefix a
+//! # Memory
+//!
+//! * master first level: 2^24 × 4 B = 64 MiB, touched by updates only;
+//! * master groups: 1 KiB each, allocated lazily in segments of [`GROUPS_PER_SEGMENT`]
+//!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups); a real
+//!   900k-prefix BGP table uses about 450–1,100 groups; the worst case (every prefix a
 //!   /25../32 in its own /24) needs one group per prefix: raise `max_groups` (up to 2^24);
+//! * read path: 4 MiB of quarter entries plus 4 B per run (address space for 2^24 runs is
+//!   reserved, committed as used; tables up to 8M prefixes always fit), advised to use
+//!   transparent huge pages ([`Lpm4Config::huge_pages`]);
 //! * the control-plane rule set (what `delete` needs to find the replacement route):
 //!   one hash map per prefix length, about 16 B per prefix.
 //!
-//! [`Lpm4::memory_bytes`] reports the total.
+//! [`Lpm4::memory_bytes`] reports the total and [`Lpm4::read_path_bytes`] what lookups read.
 //!
 //! # Concurrency
 //!
@@ -35,23 +47,17 @@
 //! `Arc<Lpm4>` can be shared by reader threads and a control thread. Readers never see a
 //! half-written entry:
 //!
-//! * every entry is written with a single atomic store, so a reader sees the old or the new
-//!   value of each entry, both of which were the correct answer at some time during the update;
-//! * a new second-level group is fully written before the first-level entry pointing to it is
-//!   published with a `Release` store; readers load first-level entries `Relaxed` (a plain
-//!   `mov` on x86) and issue an `Acquire` fence only when the entry points to a group (a
-//!   compiler-only barrier on x86), which pairs with that store;
-//! * **freed groups.** When the last route longer than /24 inside a /24 is deleted, the group
-//!   is folded back into its first-level entry and the group is put on a FIFO free list. It is
-//!   reused only once at least [`REUSE_QUARANTINE`] other groups have been freed after it
-//!   (fresh groups are taken first), and a reader that followed a first-level entry into a
-//!   group *re-reads the first-level entry after reading the group* and starts over if it
-//!   changed (a sequence check; stores into reused groups are `Release`, loads from groups
-//!   `Acquire`, so a value written into a reused group is never accepted against the stale
-//!   first-level entry). The residual case is an ABA: the same group freed, reused
-//!   elsewhere, freed and given back to the *same* /24 while one reader is stalled between its
-//!   two loads, which needs that reader to sleep through `REUSE_QUARANTINE` complete cycles of
-//!   the free list.
+//! * **master:** every entry is written with a single atomic store, so a reader sees the
+//!   old or the new value of each entry, both of which were the correct answer at some time
+//!   during the update; a new group is fully written before the first-level entry pointing
+//!   to it is published (`Release`/`Acquire`); a reader that followed a first-level entry
+//!   into a group re-reads the first-level entry afterwards and starts over if it changed
+//!   (freed groups are also reused only after [`REUSE_QUARANTINE`] later frees);
+//! * **read path:** a quarter's two words cannot be stored atomically together, so the
+//!   writer changes the read path only inside a *write window* of a sequence counter (odd
+//!   while open), after the master is updated. A lookup (or a whole vector) notes the
+//!   counter before and checks it after; if a window was open or overlapped, it answers from
+//!   the master instead. Readers never wait for the writer.
 //!
 //! ```
 //! use pktvec_lookup::ipv4::{Lpm4, Lpm4Config};
@@ -81,6 +87,9 @@ use std::sync::{Mutex, OnceLock};
 
 use pktvec_packet::mem::advise_hugepages;
 use pktvec_packet::prefetch::prefetch_read;
+
+mod compressed;
+use compressed::{Compressed, GROUP, NO_ROUTE};
 
 /// What the `*_raw` lookups return for an address no prefix covers.
 pub const MISS: u32 = u32::MAX;
@@ -200,6 +209,10 @@ struct Writer {
     /// Freed groups, oldest first.
     free: VecDeque<u32>,
     groups_in_use: u32,
+    /// Allocation state of the compressed read path.
+    alloc: compressed::Alloc,
+    /// Batch mode (`from_routes`): chunks to rebuild at the end instead of after each update.
+    deferred: Option<Vec<bool>>,
 }
 
 /// The IPv4 LPM table (see the [module docs](self)).
@@ -215,6 +228,9 @@ struct Writer {
 /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
 /// ```
 pub struct Lpm4 {
+    /// The compressed read path (what lookups read).
+    fast: Compressed,
+    /// The DIR-24-8 master copy (what updates edit; its groups are read by lookups too).
     tbl24: Box<[AtomicU32; TBL24_LEN]>,
     huge_advised: bool,
     segments: Box<[OnceLock<Box<[AtomicU32; SEG_ENTRIES]>>]>,
@@ -259,8 +275,11 @@ impl Lpm4 {
             .div_ceil(GROUPS_PER_SEGMENT)
             * GROUPS_PER_SEGMENT;
         let n_seg = (max_groups / GROUPS_PER_SEGMENT) as usize;
-        let (tbl24, huge_advised) = zeroed::<TBL24_LEN>(config.huge_pages);
+        // The master is edited by the writer only: no point in huge pages for it.
+        let (tbl24, _) = zeroed::<TBL24_LEN>(false);
+        let (fast, alloc, huge_advised) = Compressed::new(config.huge_pages);
         Lpm4 {
+            fast,
             tbl24,
             huge_advised,
             segments: (0..n_seg).map(|_| OnceLock::new()).collect(),
@@ -271,6 +290,8 @@ impl Lpm4 {
                 fresh: 0,
                 free: VecDeque::new(),
                 groups_in_use: 0,
+                alloc,
+                deferred: None,
             }),
         }
     }
@@ -289,9 +310,20 @@ impl Lpm4 {
         routes: &[crate::routes::Route4],
     ) -> Result<Self, LpmError> {
         let lpm = Lpm4::new(config);
-        for r in routes {
-            lpm.add(r.addr, r.len, r.next_hop)?;
-        }
+        lpm.writer().deferred = Some(vec![false; compressed::QUARTERS]);
+        let added: Result<(), LpmError> = routes
+            .iter()
+            .try_for_each(|r| lpm.add(r.addr, r.len, r.next_hop));
+        let mut w = lpm.writer();
+        let dirty = w.deferred.take().unwrap_or_default();
+        added?;
+        lpm.fast.begin_write();
+        let rebuilt = (0..dirty.len())
+            .filter(|&q| dirty[q])
+            .try_for_each(|q| lpm.rebuild_quarter(&mut w, q));
+        lpm.fast.end_write();
+        rebuilt?;
+        drop(w);
         Ok(lpm)
     }
 
@@ -345,8 +377,10 @@ impl Lpm4 {
         self.huge_advised
     }
 
-    /// Bytes of memory held: first level, allocated group segments, and an estimate of the
-    /// rule set (hash maps: key, value and control byte at their allocated capacity).
+    /// Bytes of memory held: the DIR-24-8 master's first level, the read path's committed
+    /// pools ([`read_path_bytes`](Self::read_path_bytes) plus free-listed regions),
+    /// allocated group segments, and an estimate of the rule set (hash maps: key, value and
+    /// control byte at their allocated capacity).
     ///
     /// ```
     /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
@@ -357,9 +391,24 @@ impl Lpm4 {
         let segs = self.segments.iter().filter(|s| s.get().is_some()).count();
         let rules: usize = w.rules.iter().map(|m| m.capacity() * 9).sum();
         TBL24_LEN * 4
+            + Compressed::committed_bytes(&w.alloc)
             + segs * SEG_ENTRIES * 4
             + rules
             + self.segments.len() * std::mem::size_of::<OnceLock<Box<[AtomicU32; SEG_ENTRIES]>>>()
+    }
+
+    /// Bytes the lookups read: the compressed read path in use (chunk entries, bitmaps
+    /// and run values) plus the second-level groups (see the [module docs](self)).
+    ///
+    /// ```
+    /// use pktvec_lookup::{ipv4::Lpm4, routes::generate_ipv4};
+    /// let lpm = Lpm4::from_routes(Default::default(), &generate_ipv4(10_000, 1))?;
+    /// assert!(lpm.read_path_bytes() < 5 << 20); // 4 MiB of quarter entries + runs
+    /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
+    /// ```
+    pub fn read_path_bytes(&self) -> usize {
+        let w = self.writer();
+        Compressed::memory_bytes(&w.alloc) + w.groups_in_use as usize * 1024
     }
 
     // ---------------------------------------------------------------- lookups
@@ -374,8 +423,282 @@ impl Lpm4 {
         Some(&seg[off % SEG_ENTRIES])
     }
 
-    /// Resolves a first-level entry `e` that points to a group, with the sequence check
-    /// described in the module docs.
+    /// The answer for `key` from a group pointer `v` (`GROUP | g`) of the read path.
+    #[cold]
+    #[inline(never)]
+    fn resolve_group(&self, key: u32, v: u32) -> u32 {
+        match self.group_slot(v & !GROUP, key) {
+            Some(s) => finish_raw(s.load(Ordering::Acquire)),
+            None => MISS,
+        }
+    }
+
+    /// Turns a read-path value into the raw answer ([`MISS`] for no route).
+    #[inline(always)]
+    fn decode(&self, key: u32, v: u32) -> u32 {
+        if v < GROUP {
+            if v == NO_ROUTE {
+                MISS
+            } else {
+                v
+            }
+        } else {
+            self.resolve_group(key, v)
+        }
+    }
+
+    /// Longest-prefix match for one address (an [`Ipv4Addr`] or its `u32` value, host
+    /// order): the next hop, or `None` if no prefix covers it.
+    ///
+    /// ```
+    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
+    /// lpm.add([0, 0, 0, 0].into(), 0, 9).unwrap();
+    /// assert_eq!(lpm.lookup(std::net::Ipv4Addr::new(8, 8, 8, 8)), Some(9));
+    /// assert_eq!(lpm.lookup(0x0808_0808u32), Some(9));
+    /// ```
+    #[inline(always)]
+    pub fn lookup<K: Into<u32>>(&self, key: K) -> Option<u32> {
+        let r = self.lookup_raw(key.into());
+        (r != MISS).then_some(r)
+    }
+
+    /// Like [`lookup`](Self::lookup) but returns [`MISS`] instead of `None`.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 4).unwrap();
+    /// assert_eq!(lpm.lookup_raw(0x0a00_0001), 4);
+    /// assert_eq!(lpm.lookup_raw(0x0b00_0001), MISS);
+    /// ```
+    #[inline(always)]
+    pub fn lookup_raw(&self, key: u32) -> u32 {
+        if let Some(g) = self.fast.begin() {
+            let r = self.decode(key, self.fast.value(key));
+            if self.fast.valid(g) {
+                return r;
+            }
+        }
+        self.master_raw(key)
+    }
+
+    /// The answer from the DIR-24-8 master (the fallback while an update is in progress).
+    #[cold]
+    #[inline(never)]
+    fn master_raw(&self, key: u32) -> u32 {
+        let e = self.tbl24[(key >> 8) as usize].load(Ordering::Relaxed);
+        if code(e) == CODE_EXT {
+            return self.resolve_ext(key, e).unwrap_or(MISS);
+        }
+        finish_raw(e)
+    }
+
+    /// Answers `keys` from the DIR-24-8 master (the fallback for a vector that overlapped
+    /// an update).
+    #[cold]
+    #[inline(never)]
+    fn master_vector(&self, keys: &[u32], out: &mut [u32]) {
+        self.lookup_vector_dir24(keys, out, 16);
+    }
+
+    /// The first phase of a two-phase lookup: reads the key's chunk entry (a 512 KiB
+    /// array that stays in L2) and prefetches its bitmap word. Call it for a sub-batch of
+    /// keys, then [`lookup`](Self::lookup) each.
+    ///
+    /// ```
+    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
+    /// lpm.prefetch(0x0a00_0001);
+    /// assert_eq!(lpm.lookup(0x0a00_0001u32), None);
+    /// ```
+    #[inline(always)]
+    pub fn prefetch(&self, key: u32) {
+        self.fast.prefetch(key);
+    }
+
+    /// Looks up each key in turn, without prefetching (the baseline, like
+    /// `rte_lpm_lookup_bulk`). Processes `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// let mut out = [None; 2];
+    /// lpm.lookup_bulk(&[0x0a00_0001, 0x0b00_0001], &mut out);
+    /// assert_eq!(out, [Some(1), None]);
+    /// ```
+    pub fn lookup_bulk(&self, keys: &[u32], out: &mut [Option<u32>]) {
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            *o = self.lookup(*k);
+        }
+    }
+
+    /// [`lookup_bulk`](Self::lookup_bulk) with [`MISS`] for no route (the form of
+    /// `rte_lpm_lookup_bulk`): no prefetch. Processes `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// let mut out = [0; 2];
+    /// lpm.lookup_bulk_raw(&[0x0a00_0001, 0x0b00_0001], &mut out);
+    /// assert_eq!(out, [1, MISS]);
+    /// ```
+    pub fn lookup_bulk_raw(&self, keys: &[u32], out: &mut [u32]) {
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        if let Some(g) = self.fast.begin() {
+            for (k, o) in keys.iter().zip(out.iter_mut()) {
+                *o = self.decode(*k, self.fast.value(*k));
+            }
+            if self.fast.valid(g) {
+                return;
+            }
+        }
+        self.master_vector(keys, out);
+    }
+
+    /// The vector lookup to use: [`lookup_vector_raw`](Self::lookup_vector_raw) with
+    /// sub-batches of [`DEFAULT_SUB_BATCH`] keys (the fastest loop measured, see
+    /// `docs/results/lookup-ipv4.md`), `None` for no route. Processes
+    /// `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::{ipv4::Lpm4, routes::{generate_ipv4, random_ipv4_keys}};
+    /// let lpm = Lpm4::from_routes(Default::default(), &generate_ipv4(10_000, 1))?;
+    /// let keys: Vec<u32> = random_ipv4_keys(256, 2).into_iter().map(u32::from).collect();
+    /// let mut a = vec![None; 256];
+    /// let mut b = vec![None; 256];
+    /// lpm.lookup_vector(&keys, &mut a);
+    /// lpm.lookup_bulk(&keys, &mut b);
+    /// assert_eq!(a, b);
+    /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
+    /// ```
+    pub fn lookup_vector(&self, keys: &[u32], out: &mut [Option<u32>]) {
+        self.lookup_vector_batched(keys, out, DEFAULT_SUB_BATCH);
+    }
+
+    /// [`lookup_vector_raw`](Self::lookup_vector_raw) with `None` for no route.
+    ///
+    /// ```
+    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
+    /// let mut out = [None; 3];
+    /// lpm.lookup_vector_batched(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 2);
+    /// assert_eq!(out, [Some(2), Some(1), None]);
+    /// ```
+    pub fn lookup_vector_batched(&self, keys: &[u32], out: &mut [Option<u32>], b: usize) {
+        let mut raw = [0u32; 256];
+        for (kc, oc) in keys.chunks(256).zip(out.chunks_mut(256)) {
+            let n = kc.len().min(oc.len());
+            self.lookup_vector_raw(&kc[..n], &mut raw[..n], b);
+            for (o, &r) in oc.iter_mut().zip(&raw[..n]) {
+                *o = (r != MISS).then_some(r);
+            }
+        }
+    }
+
+    /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
+    /// `1..=256`): for each sub-batch, (1) read every key's chunk entry and prefetch its
+    /// bitmap word, (2) rank every key and prefetch its value, (3) read the values (the
+    /// rare keys whose /24 holds longer prefixes read one more entry). Processes
+    /// `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
+    /// let mut out = [0; 3];
+    /// lpm.lookup_vector_raw(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 64);
+    /// assert_eq!(out, [2, 1, MISS]);
+    /// ```
+    pub fn lookup_vector_raw(&self, keys: &[u32], out: &mut [u32], b: usize) {
+        let b = b.clamp(1, 256);
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        if let Some(g) = self.fast.begin() {
+            for (kc, oc) in keys.chunks(b).zip(out.chunks_mut(b)) {
+                if self.fast.values_staged(kc, oc) {
+                    for (k, o) in kc.iter().zip(oc.iter_mut()) {
+                        if *o != MISS && *o >= GROUP {
+                            *o = self.resolve_group(*k, *o);
+                        }
+                    }
+                }
+            }
+            if self.fast.valid(g) {
+                return;
+            }
+        }
+        self.master_vector(keys, out);
+    }
+
+    /// Software-pipelined vector lookup, [`MISS`] for no route: at step `i` it reads the
+    /// chunk entry of key `i + 2d` and prefetches its bitmap word, ranks key `i + d` and
+    /// prefetches its value, and answers key `i` (`d` clamped to `1..=32`). Processes
+    /// `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
+    /// let mut out = [0; 3];
+    /// lpm.lookup_vector_pipelined(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 16);
+    /// assert_eq!(out, [2, 1, MISS]);
+    /// ```
+    pub fn lookup_vector_pipelined(&self, keys: &[u32], out: &mut [u32], d: usize) {
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        if let Some(g) = self.fast.begin() {
+            self.fast.values_pipelined(keys, out, d);
+            for (k, o) in keys.iter().zip(out.iter_mut()) {
+                *o = self.decode(*k, *o);
+            }
+            if self.fast.valid(g) {
+                return;
+            }
+        }
+        self.master_vector(keys, out);
+    }
+
+    /// The DIR-24-8 master's own read path (64 MiB first level), software-pipelined with a
+    /// prefetch `d` keys ahead (`d` clamped to `1..=64`), [`MISS`] for no route. Not
+    /// what lookups use: kept to measure the compressed read path against (see
+    /// `docs/results/lookup-ipv4.md`). Processes `min(keys.len(), out.len())` keys.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
+    /// let mut out = [0; 3];
+    /// lpm.lookup_vector_dir24(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 16);
+    /// assert_eq!(out, [2, 1, MISS]);
+    /// ```
+    pub fn lookup_vector_dir24(&self, keys: &[u32], out: &mut [u32], d: usize) {
+        let d = d.clamp(1, 64);
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
+        for &k in keys.iter().take(d) {
+            prefetch_read(&tbl24[(k >> 8) as usize]);
+        }
+        for (i, (&k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = keys.get(i + d) {
+                prefetch_read(&tbl24[(ahead >> 8) as usize]);
+            }
+            let e = tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
+            *o = if code(e) == CODE_EXT {
+                self.resolve_ext(k, e).unwrap_or(MISS)
+            } else {
+                finish_raw(e)
+            };
+        }
+    }
+
+    /// Resolves a DIR-24-8 first-level entry `e` that points to a group, re-reading the
+    /// first-level entry after the group (a sequence check against group reuse).
     #[cold]
     #[inline(never)]
     fn resolve_ext(&self, key: u32, mut e: u32) -> Option<u32> {
@@ -397,244 +720,49 @@ impl Lpm4 {
         }
     }
 
-    /// Longest-prefix match for one address (an [`Ipv4Addr`] or its `u32` value, host
-    /// order): the next hop, or `None` if no prefix covers it.
-    ///
-    /// ```
-    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
-    /// lpm.add([0, 0, 0, 0].into(), 0, 9).unwrap();
-    /// assert_eq!(lpm.lookup(std::net::Ipv4Addr::new(8, 8, 8, 8)), Some(9));
-    /// assert_eq!(lpm.lookup(0x0808_0808u32), Some(9));
-    /// ```
-    #[inline(always)]
-    pub fn lookup<K: Into<u32>>(&self, key: K) -> Option<u32> {
-        let key = key.into();
-        let e = self.tbl24[(key >> 8) as usize].load(Ordering::Relaxed);
+    // ---------------------------------------------------------------- read path upkeep
+
+    /// The read-path value of DIR-24-8 first-level entry `e`.
+    fn slot_value(e: u32) -> u32 {
         if code(e) == CODE_EXT {
-            return self.resolve_ext(key, e);
-        }
-        finish(e)
-    }
-
-    /// Prefetches the first-level entry of `key` (the first phase of a two-phase lookup:
-    /// call it for a sub-batch of keys, then [`lookup`](Self::lookup) each).
-    ///
-    /// ```
-    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
-    /// lpm.prefetch(0x0a00_0001);
-    /// assert_eq!(lpm.lookup(0x0a00_0001u32), None);
-    /// ```
-    #[inline(always)]
-    pub fn prefetch(&self, key: u32) {
-        prefetch_read(&self.tbl24[(key >> 8) as usize]);
-    }
-
-    /// Looks up each key in turn, without prefetching (the baseline, like
-    /// `rte_lpm_lookup_bulk`). Processes `min(keys.len(), out.len())` keys.
-    ///
-    /// ```
-    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
-    /// let mut out = [None; 2];
-    /// lpm.lookup_bulk(&[0x0a00_0001, 0x0b00_0001], &mut out);
-    /// assert_eq!(out, [Some(1), None]);
-    /// ```
-    pub fn lookup_bulk(&self, keys: &[u32], out: &mut [Option<u32>]) {
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
-            *o = self.lookup(*k);
+            GROUP | (e & PAYLOAD)
+        } else if depth_of(e).is_some() {
+            e & PAYLOAD
+        } else {
+            NO_ROUTE
         }
     }
 
-    /// Vector lookup with a software-pipelined prefetch [`DEFAULT_PREFETCH_DISTANCE`] keys
-    /// ahead (the fastest loop measured, see `docs/results/lookup-ipv4.md`); see
-    /// [`lookup_vector_pipelined`](Self::lookup_vector_pipelined). `None` for no route.
-    /// Processes `min(keys.len(), out.len())` keys.
-    ///
-    /// ```
-    /// use pktvec_lookup::{ipv4::Lpm4, routes::{generate_ipv4, random_ipv4_keys}};
-    /// let lpm = Lpm4::from_routes(Default::default(), &generate_ipv4(10_000, 1))?;
-    /// let keys: Vec<u32> = random_ipv4_keys(256, 2).into_iter().map(u32::from).collect();
-    /// let mut a = vec![None; 256];
-    /// let mut b = vec![None; 256];
-    /// lpm.lookup_vector(&keys, &mut a);
-    /// lpm.lookup_bulk(&keys, &mut b);
-    /// assert_eq!(a, b);
-    /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
-    /// ```
-    pub fn lookup_vector(&self, keys: &[u32], out: &mut [Option<u32>]) {
-        let mut raw = [0u32; 256];
-        for (kc, oc) in keys.chunks(256).zip(out.chunks_mut(256)) {
-            let n = kc.len().min(oc.len());
-            self.lookup_vector_pipelined(&kc[..n], &mut raw[..n], DEFAULT_PREFETCH_DISTANCE);
-            for (o, &r) in oc.iter_mut().zip(&raw[..n]) {
-                *o = (r != MISS).then_some(r);
-            }
+    /// Rebuilds the read path of the quarters holding first-level slots `first..=last`
+    /// from the master, in one write window (or marks them for the end of a batch).
+    fn refresh(&self, w: &mut Writer, first: usize, last: usize) -> Result<(), LpmError> {
+        let (qa, qb) = (first >> 6, last >> 6);
+        if let Some(d) = w.deferred.as_mut() {
+            d[qa..=qb].iter_mut().for_each(|x| *x = true);
+            return Ok(());
         }
+        self.fast.begin_write();
+        let r = (qa..=qb).try_for_each(|q| self.rebuild_quarter(w, q));
+        self.fast.end_write();
+        r
     }
 
-    /// Two-phase vector lookup in sub-batches of `b` keys (`b` is clamped to `1..=256`):
-    /// for each sub-batch, (1) prefetch the first-level entry of every key; (2) read the
-    /// entries, answering keys whose /24 has no group and prefetching the second-level line
-    /// of the others; (3) answer the others. Processes `min(keys.len(), out.len())` keys.
-    ///
-    /// ```
-    /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
-    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
-    /// let mut out = [None; 3];
-    /// lpm.lookup_vector_batched(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 2);
-    /// assert_eq!(out, [Some(2), Some(1), None]);
-    /// ```
-    pub fn lookup_vector_batched(&self, keys: &[u32], out: &mut [Option<u32>], b: usize) {
-        let b = b.clamp(1, 256);
-        let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
-        let mut pending = [0u8; 256];
-        for (kc, oc) in keys.chunks(b).zip(out.chunks_mut(b)) {
-            for &k in kc {
-                prefetch_read(&self.tbl24[(k >> 8) as usize]);
-            }
-            let mut np = 0usize;
-            for (i, (&k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
-                let e = self.tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
-                *o = finish(e);
-                if code(e) == CODE_EXT {
-                    if let Some(s) = self.group_slot(e & PAYLOAD, k) {
-                        prefetch_read(s);
-                    }
-                    pending[np % 256] = i as u8;
-                    np += 1;
-                }
-            }
-            for &i in &pending[..np.min(256)] {
-                let i = usize::from(i);
-                if let (Some(&k), Some(o)) = (kc.get(i), oc.get_mut(i)) {
-                    *o = self.lookup(k);
-                }
-            }
+    fn rebuild_quarter(&self, w: &mut Writer, q: usize) -> Result<(), LpmError> {
+        let mut slots = [0u32; 64];
+        for (s, e) in slots.iter_mut().zip(&self.tbl24[q << 6..(q + 1) << 6]) {
+            *s = Self::slot_value(e.load(Ordering::Relaxed));
         }
+        self.fast
+            .publish(&mut w.alloc, q, &slots)
+            .map_err(|_| LpmError::TableFull)
     }
 
-    /// Like [`lookup`](Self::lookup) but returns [`MISS`] instead of `None` (no `Option`
-    /// to build: the form the vector loops below use, branch-free for first-level hits).
-    ///
-    /// ```
-    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
-    /// let lpm = Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 4).unwrap();
-    /// assert_eq!(lpm.lookup_raw(0x0a00_0001), 4);
-    /// assert_eq!(lpm.lookup_raw(0x0b00_0001), MISS);
-    /// ```
-    #[inline(always)]
-    pub fn lookup_raw(&self, key: u32) -> u32 {
-        let e = self.tbl24[(key >> 8) as usize].load(Ordering::Relaxed);
-        if code(e) == CODE_EXT {
-            return self.resolve_ext(key, e).unwrap_or(MISS);
-        }
-        finish_raw(e)
-    }
-
-    /// [`lookup_bulk`](Self::lookup_bulk) with [`MISS`] for no route (the form of
-    /// `rte_lpm_lookup_bulk`): no prefetch. Processes `min(keys.len(), out.len())` keys.
-    ///
-    /// ```
-    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
-    /// let lpm = Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
-    /// let mut out = [0; 2];
-    /// lpm.lookup_bulk_raw(&[0x0a00_0001, 0x0b00_0001], &mut out);
-    /// assert_eq!(out, [1, MISS]);
-    /// ```
-    pub fn lookup_bulk_raw(&self, keys: &[u32], out: &mut [u32]) {
-        for (k, o) in keys.iter().zip(out.iter_mut()) {
-            *o = self.lookup_raw(*k);
-        }
-    }
-
-    /// [`lookup_vector_batched`](Self::lookup_vector_batched) with [`MISS`] for no route:
-    /// per sub-batch of `b` keys (clamped to `1..=256`), prefetch every first-level line,
-    /// then resolve (first-level answers are branch-free; the rare keys whose /24 has a
-    /// second-level group get their group line prefetched and are answered last).
-    ///
-    /// ```
-    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
-    /// let lpm = Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
-    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
-    /// let mut out = [0; 3];
-    /// lpm.lookup_vector_raw(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 64);
-    /// assert_eq!(out, [2, 1, MISS]);
-    /// ```
-    pub fn lookup_vector_raw(&self, keys: &[u32], out: &mut [u32], b: usize) {
-        let b = b.clamp(1, 256);
-        let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
-        let mut pending = [0u8; 256];
-        for (kc, oc) in keys.chunks(b).zip(out.chunks_mut(b)) {
-            for &k in kc {
-                prefetch_read(&self.tbl24[(k >> 8) as usize]);
-            }
-            let mut np = 0usize;
-            for (i, (&k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
-                let e = self.tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
-                *o = finish_raw(e);
-                pending[np % 256] = i as u8;
-                np += usize::from(code(e) == CODE_EXT);
-            }
-            for &i in &pending[..np.min(256)] {
-                let i = usize::from(i);
-                if let Some(&k) = kc.get(i) {
-                    let e = self.tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
-                    if code(e) == CODE_EXT {
-                        if let Some(s) = self.group_slot(e & PAYLOAD, k) {
-                            prefetch_read(s);
-                        }
-                    }
-                }
-            }
-            for &i in &pending[..np.min(256)] {
-                let i = usize::from(i);
-                if let (Some(&k), Some(o)) = (kc.get(i), oc.get_mut(i)) {
-                    *o = self.lookup_raw(k);
-                }
-            }
-        }
-    }
-
-    /// Software-pipelined vector lookup with [`MISS`] for no route: while answering key
-    /// `i` it prefetches the first-level entry of key `i + d` (`d` clamped to `1..=64`), so
-    /// a steady `d` first-level misses stay in flight (the batched loops above let that
-    /// number drain to zero at the end of every sub-batch). First-level answers are one
-    /// load and a mask; the rare keys whose /24 has a second-level group take the
-    /// sequence-checked path. Processes `min(keys.len(), out.len())` keys.
-    ///
-    /// ```
-    /// use pktvec_lookup::ipv4::{Lpm4, MISS};
-    /// let lpm = Lpm4::new(Default::default());
-    /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
-    /// lpm.add([10, 0, 0, 7].into(), 32, 2).unwrap();
-    /// let mut out = [0; 3];
-    /// lpm.lookup_vector_pipelined(&[0x0a00_0007, 0x0a00_0008, 1], &mut out, 16);
-    /// assert_eq!(out, [2, 1, MISS]);
-    /// ```
-    pub fn lookup_vector_pipelined(&self, keys: &[u32], out: &mut [u32], d: usize) {
-        let d = d.clamp(1, 64);
-        let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
-        let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
-        for &k in keys.iter().take(d) {
-            prefetch_read(&tbl24[(k >> 8) as usize]);
-        }
-        for (i, (&k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&ahead) = keys.get(i + d) {
-                prefetch_read(&tbl24[(ahead >> 8) as usize]);
-            }
-            let e = tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
-            *o = if code(e) == CODE_EXT {
-                self.resolve_ext(k, e).unwrap_or(MISS)
-            } else {
-                finish_raw(e)
-            };
+    /// Whether the read path surely has room to rebuild slots `first..=last`.
+    fn check_room(&self, w: &Writer, first: usize, last: usize) -> Result<(), LpmError> {
+        if w.deferred.is_some() || Compressed::room_for(&w.alloc, first >> 6, last >> 6) {
+            Ok(())
+        } else {
+            Err(LpmError::TableFull)
         }
     }
 
@@ -664,9 +792,11 @@ impl Lpm4 {
         let net = u32::from(addr) & mask(len);
         let mut w = self.writer();
         let value = plain(next_hop, len);
+        let mut created_group = false;
+        let (first, count) = slot_range(net, len);
+        let chunks = (first, first + count - 1);
+        self.check_room(&w, chunks.0, chunks.1)?;
         if len <= 24 {
-            let first = (net >> 8) as usize;
-            let count = 1usize << (24 - len);
             for slot in &self.tbl24[first..first + count] {
                 let e = slot.load(Ordering::Relaxed);
                 if code(e) == CODE_EXT {
@@ -691,10 +821,14 @@ impl Lpm4 {
             self.fill_group(group, low, count, |d| d.map_or(true, |d| d <= len), value);
             if code(e) != CODE_EXT {
                 slot.store(EXT | group, Ordering::Release);
+                created_group = true;
             }
         }
         if w.rules[usize::from(len)].insert(net, next_hop).is_none() {
             w.n_rules += 1;
+        }
+        if len <= 24 || created_group {
+            self.refresh(&mut w, chunks.0, chunks.1)?;
         }
         Ok(())
     }
@@ -718,6 +852,12 @@ impl Lpm4 {
         }
         let net = u32::from(addr) & mask(len);
         let mut w = self.writer();
+        let (first, count) = slot_range(net, len);
+        let chunks = (first, first + count - 1);
+        if !w.rules[usize::from(len)].contains_key(&net) {
+            return Err(LpmError::NotFound);
+        }
+        self.check_room(&w, chunks.0, chunks.1)?;
         let old = w.rules[usize::from(len)]
             .remove(&net)
             .ok_or(LpmError::NotFound)?;
@@ -733,8 +873,6 @@ impl Lpm4 {
             .unwrap_or(0);
         let is_mine = |d: Option<u8>| d == Some(len);
         if len <= 24 {
-            let first = (net >> 8) as usize;
-            let count = 1usize << (24 - len);
             for slot in &self.tbl24[first..first + count] {
                 let e = slot.load(Ordering::Relaxed);
                 if code(e) == CODE_EXT {
@@ -763,9 +901,12 @@ impl Lpm4 {
                     slot.store(first, Ordering::Release);
                     w.free.push_back(group);
                     w.groups_in_use -= 1;
+                    self.refresh(&mut w, chunks.0, chunks.1)?;
                 }
             }
+            return Ok(old);
         }
+        self.refresh(&mut w, chunks.0, chunks.1)?;
         Ok(old)
     }
 
@@ -789,6 +930,8 @@ impl Lpm4 {
 
     fn alloc_group(&self, w: &mut Writer) -> Result<u32, LpmError> {
         let g = if w.free.len() > REUSE_QUARANTINE || (w.fresh >= self.max_groups) {
+            // A reader holding an old read-path pointer to this group sees the write
+            // window of the refresh that unlinked it, and falls back to the master.
             w.free.pop_front().ok_or(LpmError::TableFull)?
         } else {
             let g = w.fresh;
@@ -800,6 +943,12 @@ impl Lpm4 {
         w.groups_in_use += 1;
         Ok(g)
     }
+}
+
+/// The first-level slots `first..first + count` a prefix covers.
+fn slot_range(net: u32, len: u8) -> (usize, usize) {
+    let first = (net >> 8) as usize;
+    (first, if len <= 24 { 1usize << (24 - len) } else { 1 })
 }
 
 #[inline(always)]
