@@ -11,12 +11,12 @@ mod apps_common;
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::Aes128Gcm;
 use apps_common::*;
-use pktvec_graph::{GraphBuilder, GraphConfig};
+
 use pktvec_io::generator::Generator;
 use pktvec_io::profile::TrafficProfile;
 use pktvec_nodes::apps::cryptofwd::{Cryptofwd, CryptofwdConfig};
 use pktvec_nodes::crypto::Cipher;
-use pktvec_packet::{BufferPool, PoolConfig};
+use pktvec_packet::PoolConfig;
 use std::collections::BTreeSet;
 
 const RX_PORTS: usize = 3; // 0 <-> 1; 2 has no peer
@@ -66,28 +66,19 @@ fn run(seed: u64, vector_size: usize, verify: bool) {
     let per_port = inputs(seed);
 
     let dir = TestDir::new(&format!("apps-cryptofwd-{seed}-{vector_size}-{verify}"));
-    let files = write_inputs(&dir, &per_port);
-    let mut b = GraphBuilder::new(GraphConfig {
+    let (g, outputs) = run_through_pcaps(
+        &dir,
+        &per_port,
         vector_size,
-        ..GraphConfig::default()
-    });
-    add_pcap_inputs(&mut b, &files, app.entry());
-    let nodes = app.add_to(&mut b).unwrap();
-    b.add(
-        nodes.output_to_tx.to.as_str(),
-        PortPcapSink::create(&dir, 2),
+        PoolConfig {
+            buffers: 4096,
+            data_room: DATA_ROOM as u16,
+            ..PoolConfig::default()
+        },
+        app.entry(),
+        2,
+        |b| app.add_to(b).unwrap().output_to_tx.to,
     );
-    let mut g = b
-        .build(
-            BufferPool::new(PoolConfig {
-                buffers: 4096,
-                data_room: DATA_ROOM as u16,
-                ..PoolConfig::default()
-            })
-            .unwrap(),
-        )
-        .unwrap();
-    let outputs = run_and_read(&mut g, "tx");
 
     // Reference: packets of interface rx leave on rx ^ 1, unless dropped.
     let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 2];

@@ -11,7 +11,7 @@
 mod apps_common;
 
 use apps_common::*;
-use pktvec_graph::{GraphBuilder, GraphConfig};
+
 use pktvec_io::generator::Generator;
 use pktvec_io::profile::TrafficProfile;
 use pktvec_lookup::routes::{generate_ipv4, generate_ipv6, Route4, Route6};
@@ -19,7 +19,7 @@ use pktvec_nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec_nodes::output::InterfaceOutput;
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::wire::MacAddr;
-use pktvec_packet::{BufferPool, PoolConfig};
+use pktvec_packet::PoolConfig;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -285,27 +285,18 @@ fn run(seed: u64, vector_size: usize, check_tshark: bool) {
     }
 
     let dir = TestDir::new(&format!("apps-l3fwd-{seed}-{vector_size}"));
-    let inputs = write_inputs(&dir, &per_port);
-    let mut b = GraphBuilder::new(GraphConfig {
+    let (g, outputs) = run_through_pcaps(
+        &dir,
+        &per_port,
         vector_size,
-        ..GraphConfig::default()
-    });
-    add_pcap_inputs(&mut b, &inputs, app.entry());
-    let nodes = app.add_to(&mut b);
-    b.add(
-        nodes.output_to_tx.to.as_str(),
-        PortPcapSink::create(&dir, PORTS as usize),
+        PoolConfig {
+            buffers: 4096,
+            ..PoolConfig::default()
+        },
+        app.entry(),
+        PORTS as usize,
+        |b| app.add_to(b).output_to_tx.to,
     );
-    let mut g = b
-        .build(
-            BufferPool::new(PoolConfig {
-                buffers: 4096,
-                ..PoolConfig::default()
-            })
-            .unwrap(),
-        )
-        .unwrap();
-    let outputs = run_and_read(&mut g, "tx");
 
     // The reference, packet by packet.
     let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); PORTS as usize];

@@ -9,12 +9,12 @@
 mod apps_common;
 
 use apps_common::*;
-use pktvec_graph::{GraphBuilder, GraphConfig};
+
 use pktvec_io::generator::{ndn_interest, Generator};
 use pktvec_io::profile::TrafficProfile;
 use pktvec_nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
 use pktvec_packet::builder::PacketBuilder;
-use pktvec_packet::{BufferPool, PoolConfig};
+use pktvec_packet::PoolConfig;
 
 const PORTS: u32 = 4;
 const RX_PORTS: usize = 2;
@@ -170,27 +170,18 @@ fn run(seed: u64, vector_size: usize) {
     }
 
     let dir = TestDir::new(&format!("apps-ndnfwd-{seed}-{vector_size}"));
-    let inputs = write_inputs(&dir, &per_port);
-    let mut b = GraphBuilder::new(GraphConfig {
+    let (g, outputs) = run_through_pcaps(
+        &dir,
+        &per_port,
         vector_size,
-        ..GraphConfig::default()
-    });
-    add_pcap_inputs(&mut b, &inputs, app.entry());
-    let nodes = app.add_to(&mut b);
-    b.add(
-        nodes.output_to_tx.to.as_str(),
-        PortPcapSink::create(&dir, PORTS as usize),
+        PoolConfig {
+            buffers: 4096,
+            ..PoolConfig::default()
+        },
+        app.entry(),
+        PORTS as usize,
+        |b| app.add_to(b).output_to_tx.to,
     );
-    let mut g = b
-        .build(
-            BufferPool::new(PoolConfig {
-                buffers: 4096,
-                ..PoolConfig::default()
-            })
-            .unwrap(),
-        )
-        .unwrap();
-    let outputs = run_and_read(&mut g, "tx");
 
     let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); PORTS as usize];
     let mut want_drops = Vec::new();

@@ -120,6 +120,35 @@ pub fn add_pcap_inputs(b: &mut GraphBuilder, inputs: &[PathBuf], entry: &str) {
     }
 }
 
+/// The whole pcap-in, pcap-out run of a forwarder: writes `per_port` as one input pcap per
+/// receive interface ([`write_inputs`]), builds a graph of one `PcapSource` per file sending
+/// to `entry`, the forwarder's nodes (`add` adds them and returns the name of its transmit
+/// node) and a [`PortPcapSink`] of `tx_ports` interfaces there, runs it dry and returns the
+/// graph (for its counters) and the packets of each output pcap.
+pub fn run_through_pcaps(
+    dir: &TestDir,
+    per_port: &[Vec<Vec<u8>>],
+    vector_size: usize,
+    pool: pktvec_packet::PoolConfig,
+    entry: &str,
+    tx_ports: usize,
+    add: impl FnOnce(&mut GraphBuilder) -> String,
+) -> (Graph, Vec<Vec<Vec<u8>>>) {
+    let inputs = write_inputs(dir, per_port);
+    let mut b = GraphBuilder::new(pktvec_graph::GraphConfig {
+        vector_size,
+        ..pktvec_graph::GraphConfig::default()
+    });
+    add_pcap_inputs(&mut b, &inputs, entry);
+    let tx = add(&mut b);
+    b.add(tx.as_str(), PortPcapSink::create(dir, tx_ports));
+    let mut g = b
+        .build(pktvec_packet::BufferPool::new(pool).unwrap())
+        .unwrap();
+    let outputs = run_and_read(&mut g, &tx);
+    (g, outputs)
+}
+
 /// Runs the graph dry, completes the output pcaps and reads them back (port order).
 pub fn run_and_read(g: &mut Graph, tx: &str) -> Vec<Vec<Vec<u8>>> {
     g.run_until_idle();
