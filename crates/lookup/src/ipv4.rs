@@ -317,12 +317,7 @@ impl Lpm4 {
         let mut w = lpm.writer();
         let dirty = w.deferred.take().unwrap_or_default();
         added?;
-        lpm.fast.begin_write();
-        let rebuilt = (0..dirty.len())
-            .filter(|&q| dirty[q])
-            .try_for_each(|q| lpm.rebuild_quarter(&mut w, q));
-        lpm.fast.end_write();
-        rebuilt?;
+        lpm.rebuild_quarters(&mut w, (0..dirty.len()).filter(|&q| dirty[q]))?;
         drop(w);
         Ok(lpm)
     }
@@ -741,8 +736,19 @@ impl Lpm4 {
             d[qa..=qb].iter_mut().for_each(|x| *x = true);
             return Ok(());
         }
+        self.rebuild_quarters(w, qa..=qb)
+    }
+
+    /// Rebuilds `quarters` of the read path from the master in one write window.
+    fn rebuild_quarters(
+        &self,
+        w: &mut Writer,
+        quarters: impl IntoIterator<Item = usize>,
+    ) -> Result<(), LpmError> {
         self.fast.begin_write();
-        let r = (qa..=qb).try_for_each(|q| self.rebuild_quarter(w, q));
+        let r = quarters
+            .into_iter()
+            .try_for_each(|q| self.rebuild_quarter(w, q));
         self.fast.end_write();
         r
     }

@@ -264,6 +264,19 @@ impl Compressed {
         prefetch_read(&self.quarters[quarter_of(key)]);
     }
 
+    /// The second stage of a vector lookup for `key`: reads its quarter entry, ranks the
+    /// slot and prefetches the run value. Returns (pool index, inline value), the index
+    /// being `u32::MAX` for a single-run quarter (whose answer is the inline value).
+    #[inline(always)]
+    fn rank(&self, key: u32) -> (u32, u32) {
+        let q = &self.quarters[quarter_of(key)];
+        let bits = q.bits.load(Ordering::Relaxed);
+        let i = value_index(bits, q.base.load(Ordering::Relaxed), key);
+        prefetch_read(&self.vals[i]);
+        let idx = if bits == 1 { u32::MAX } else { i as u32 };
+        (idx, q.inline.load(Ordering::Relaxed))
+    }
+
     /// Staged lookup of `keys` (at most 256) into `out`: (1) prefetch every quarter entry,
     /// (2) rank every key and prefetch its value, (3) read the values. Answers are next
     /// hops, [`MISS_OUT`] for no route, or `GROUP | g` still to be resolved; returns
@@ -278,12 +291,7 @@ impl Compressed {
         // Per key: the pool index, or for a single-run quarter !0 and its value in `inl`.
         let mut inl = [0u32; 256];
         for ((k, o), v) in keys.iter().zip(out.iter_mut()).zip(inl.iter_mut()) {
-            let q = &self.quarters[quarter_of(*k)];
-            let bits = q.bits.load(Ordering::Relaxed);
-            let i = value_index(bits, q.base.load(Ordering::Relaxed), *k);
-            prefetch_read(&self.vals[i]);
-            *v = q.inline.load(Ordering::Relaxed);
-            *o = if bits == 1 { u32::MAX } else { i as u32 };
+            (*o, *v) = self.rank(*k);
         }
         let mut groups = 0;
         for (o, v) in out.iter_mut().zip(inl.iter()) {
@@ -308,12 +316,7 @@ impl Compressed {
         let mut inl = [0u32; R];
         let rank = |j: usize, idx: &mut [u32; R], inl: &mut [u32; R]| {
             if let Some(&k) = keys.get(j) {
-                let q = &self.quarters[quarter_of(k)];
-                let bits = q.bits.load(Ordering::Relaxed);
-                let i = value_index(bits, q.base.load(Ordering::Relaxed), k);
-                prefetch_read(&self.vals[i]);
-                inl[j % R] = q.inline.load(Ordering::Relaxed);
-                idx[j % R] = if bits == 1 { u32::MAX } else { i as u32 };
+                (idx[j % R], inl[j % R]) = self.rank(k);
             }
         };
         for k in keys.iter().take(2 * d) {
