@@ -87,14 +87,107 @@ struct Line([u8; CACHE_LINE]);
 /// One pool per worker: it is `Send` but is used by one thread at a time.
 pub struct BufferPool {
     meta: Vec<BufferMeta>,
-    arena: Vec<Line>,
+    arena: Arena,
     stride: usize,
     headroom: u16,
     buf_size: u16,
+    /// Free buffers: all of them for an owned arena; a local cache in front of the
+    /// backend for external memory.
     free: Vec<u32>,
+    in_use: usize,
+    backend: Option<Box<dyn BufferBackend>>,
     double_frees: u64,
     alloc_failures: u64,
+    bad_adopts: u64,
 }
+
+/// Where the buffer bytes live.
+enum Arena {
+    /// Allocated by the pool.
+    Owned(Vec<Line>),
+    /// Owned by a [`BufferBackend`] (e.g. a DPDK mempool), described by an
+    /// [`ExternalRegion`].
+    External(ExternalRegion),
+}
+
+/// Buffers in memory the pool does not own, laid out at a fixed stride: buffer `i` is the
+/// `buf_size` bytes at `base + i * stride`. A DPDK mempool populated in one chunk has this
+/// shape (each object is header, `rte_mbuf`, private area, buffer), so its buffers can be
+/// a [`BufferPool`] and a received mbuf enters the graph as an index, with no copy.
+#[derive(Clone, Copy, Debug)]
+pub struct ExternalRegion {
+    base: std::ptr::NonNull<u8>,
+    stride: usize,
+    count: u32,
+    buf_size: u16,
+    headroom: u16,
+}
+
+// SAFETY: the region is plain memory; `ExternalRegion::new`'s contract makes the pool that
+// holds it the only user of an allocated buffer's bytes, and the pool is used by one thread
+// at a time (`&mut self` for every write).
+unsafe impl Send for ExternalRegion {}
+
+impl ExternalRegion {
+    /// Describes `count` buffers of `buf_size` bytes, `stride` bytes apart from `base`, whose
+    /// freshly allocated packets start `headroom` bytes in.
+    ///
+    /// # Safety
+    /// For as long as the [`BufferBackend`] given with it to [`BufferPool::with_external`]
+    /// lives: the memory `base .. base + (count - 1) * stride + buf_size` stays valid,
+    /// the `count` buffers do not overlap, and nothing else reads or writes a buffer's
+    /// bytes while the pool holds it (between its allocation or adoption and its free or
+    /// release). The pool checks the sizes it is given but cannot check these.
+    pub unsafe fn new(
+        base: std::ptr::NonNull<u8>,
+        stride: usize,
+        count: u32,
+        buf_size: u16,
+        headroom: u16,
+    ) -> Result<Self, PoolError> {
+        if count == 0 || count == u32::MAX {
+            return Err(PoolError::BadConfig("external region: count out of range"));
+        }
+        if stride < buf_size as usize || headroom >= buf_size {
+            return Err(PoolError::BadConfig(
+                "external region: stride below buffer size, or no data room",
+            ));
+        }
+        if stride.checked_mul(count as usize).is_none() {
+            return Err(PoolError::BadConfig("external region: size overflows"));
+        }
+        Ok(ExternalRegion {
+            base,
+            stride,
+            count,
+            buf_size,
+            headroom,
+        })
+    }
+
+    /// Address of buffer `bi`'s first byte (`bi` < count is the caller's to check).
+    #[inline(always)]
+    fn buffer_ptr(&self, bi: u32) -> *mut u8 {
+        self.base.as_ptr().wrapping_add(bi as usize * self.stride)
+    }
+}
+
+/// The free list behind a [`BufferPool`] over external memory: a DPDK mempool, for one.
+/// The pool keeps a local cache of free indices in front of it and calls it once per bulk
+/// refill or spill, never per packet.
+pub trait BufferBackend: Send {
+    /// Takes up to `out.len()` free buffers, writes their indices to `out` and returns how
+    /// many it took.
+    fn alloc_bulk(&mut self, out: &mut [u32]) -> usize;
+    /// Gives buffers back.
+    fn free_bulk(&mut self, bis: &[u32]);
+    /// Buffers free in the backend (not counting the pool's local cache).
+    fn available(&self) -> usize;
+}
+
+/// Local cache size of a pool over a [`BufferBackend`]: refills take half of it, spills
+/// happen above it.
+pub const EXTERNAL_CACHE: usize = 512;
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -137,14 +230,155 @@ impl BufferPool {
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
         Ok(BufferPool {
             meta,
-            arena,
+            arena: Arena::Owned(arena),
             stride: stride_lines * CACHE_LINE,
             headroom: cfg.headroom,
             buf_size,
             free,
+            in_use: 0,
+            backend: None,
             double_frees: 0,
             alloc_failures: 0,
+            bad_adopts: 0,
         })
+    }
+
+    /// A pool over buffers owned by `backend` (a DPDK mempool, in `pktvec-io`'s `dpdk`
+    /// feature), laid out as `region` says. Allocation takes from a local cache of
+    /// [`EXTERNAL_CACHE`] indices refilled from the backend in bulk; frees go back to the
+    /// cache and spill to the backend in bulk. Buffers a driver allocated enter with
+    /// [`adopt`](Self::adopt); buffers handed to a driver leave with
+    /// [`release`](Self::release).
+    ///
+    /// ```
+    /// use pktvec_packet::pool::{BufferBackend, BufferPool, ExternalRegion};
+    /// use std::ptr::NonNull;
+    /// /// Eight 256-byte buffers in a leaked array, free list in a Vec.
+    /// struct Simple(Vec<u32>);
+    /// impl BufferBackend for Simple {
+    ///     fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
+    ///         let n = out.len().min(self.0.len());
+    ///         for o in &mut out[..n] { *o = self.0.pop().unwrap(); }
+    ///         n
+    ///     }
+    ///     fn free_bulk(&mut self, bis: &[u32]) { self.0.extend_from_slice(bis) }
+    ///     fn available(&self) -> usize { self.0.len() }
+    /// }
+    /// let mem: &'static mut [u8] = Box::leak(vec![0u8; 8 * 256].into_boxed_slice());
+    /// // SAFETY: the leaked memory lives forever and only the pool uses it.
+    /// let region = unsafe { ExternalRegion::new(NonNull::new(mem.as_mut_ptr()).unwrap(), 256, 8, 256, 64) }?;
+    /// let mut pool = BufferPool::with_external(region, Box::new(Simple((0..8).collect())))?;
+    /// let bi = pool.alloc_with(b"hello")?;
+    /// assert_eq!(pool.data(bi), b"hello");
+    /// assert_eq!(pool.in_use(), 1);
+    /// pool.free(bi);
+    /// assert_eq!(pool.free_count(), 8);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    pub fn with_external(
+        region: ExternalRegion,
+        backend: Box<dyn BufferBackend>,
+    ) -> Result<Self, PoolError> {
+        let n = region.count as usize;
+        let meta = vec![
+            BufferMeta {
+                flags: MetaFlags::FREE,
+                ..BufferMeta::default()
+            };
+            n
+        ];
+        Ok(BufferPool {
+            meta,
+            stride: region.stride,
+            headroom: region.headroom,
+            buf_size: region.buf_size,
+            arena: Arena::External(region),
+            free: Vec::with_capacity(n),
+            in_use: 0,
+            backend: Some(backend),
+            double_frees: 0,
+            alloc_failures: 0,
+            bad_adopts: 0,
+        })
+    }
+
+    /// True if the buffers live in external memory (see [`with_external`](Self::with_external)).
+    pub fn is_external(&self) -> bool {
+        self.backend.is_some()
+    }
+
+    /// Takes buffer `bi`, allocated outside the pool (by a NIC driver from the backend),
+    /// into use: its metadata is reset (packet at the default headroom, empty) for the
+    /// caller to fill in. Returns false, counting it in [`bad_adopts`](Self::bad_adopts),
+    /// if `bi` is not a buffer of this pool or is already in use.
+    #[inline]
+    pub fn adopt(&mut self, bi: u32) -> bool {
+        match self.meta.get(bi as usize) {
+            Some(m) if m.flags.contains(MetaFlags::FREE) => {
+                self.reset(bi);
+                self.in_use += 1;
+                true
+            }
+            _ => {
+                self.bad_adopts += 1;
+                false
+            }
+        }
+    }
+
+    /// Gives buffer `bi` up without freeing it: a driver now owns it and will return it to
+    /// the backend itself (transmit). Returns false (counted as a double free) if it was not
+    /// in use.
+    #[inline]
+    pub fn release(&mut self, bi: u32) -> bool {
+        let m = &mut self.meta[bi as usize];
+        if m.flags.contains(MetaFlags::FREE) {
+            self.double_frees += 1;
+            return false;
+        }
+        m.flags = MetaFlags::FREE;
+        self.in_use -= 1;
+        true
+    }
+
+    /// Adoptions refused (index out of range or buffer already in use).
+    pub fn bad_adopts(&self) -> u64 {
+        self.bad_adopts
+    }
+
+    /// Returns every buffer of the local cache to the backend (no-op for an owned arena).
+    pub fn flush_cache(&mut self) {
+        if let Some(b) = self.backend.as_mut() {
+            b.free_bulk(&self.free);
+            self.free.clear();
+        }
+    }
+
+    /// Refills the local cache from the backend so that at least `want` buffers are free
+    /// in it, if the backend has them.
+    #[cold]
+    fn refill(&mut self, want: usize) {
+        if let Some(b) = self.backend.as_mut() {
+            let old = self.free.len();
+            let target = want.max(EXTERNAL_CACHE / 2).min(self.free.capacity());
+            if target > old {
+                self.free.resize(target, 0);
+                let got = b.alloc_bulk(&mut self.free[old..]);
+                self.free.truncate(old + got);
+            }
+        }
+    }
+
+    /// Spills the local cache down to half its size when it grew beyond it.
+    #[inline]
+    fn spill(&mut self) {
+        if self.free.len() > EXTERNAL_CACHE {
+            if let Some(b) = self.backend.as_mut() {
+                let keep = EXTERNAL_CACHE / 2;
+                b.free_bulk(&self.free[keep..]);
+                self.free.truncate(keep);
+            }
+        }
     }
 
     /// Total number of buffers.
@@ -155,12 +389,12 @@ impl BufferPool {
     /// Number of free buffers.
     #[inline]
     pub fn free_count(&self) -> usize {
-        self.free.len()
+        self.free.len() + self.backend.as_ref().map_or(0, |b| b.available())
     }
     /// Number of buffers handed out and not yet freed.
     #[inline]
     pub fn in_use(&self) -> usize {
-        self.meta.len() - self.free.len()
+        self.in_use
     }
     /// Headroom of a freshly allocated buffer.
     #[inline]
@@ -182,7 +416,7 @@ impl BufferPool {
     }
     /// Bytes of memory held by the pool (metadata and arena).
     pub fn memory_bytes(&self) -> usize {
-        self.meta.len() * std::mem::size_of::<BufferMeta>() + self.arena.len() * CACHE_LINE
+        self.meta.len() * std::mem::size_of::<BufferMeta>() + self.meta.len() * self.stride
     }
 
     #[inline]
@@ -196,9 +430,13 @@ impl BufferPool {
     /// Allocates one buffer, or `None` if the pool is empty.
     #[inline]
     pub fn alloc(&mut self) -> Option<u32> {
+        if self.free.is_empty() && self.backend.is_some() {
+            self.refill(1);
+        }
         match self.free.pop() {
             Some(bi) => {
                 self.reset(bi);
+                self.in_use += 1;
                 Some(bi)
             }
             None => {
@@ -212,6 +450,9 @@ impl BufferPool {
     /// (fewer when the pool runs low, never a panic).
     #[inline]
     pub fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
+        if self.free.len() < out.len() && self.backend.is_some() {
+            self.refill(out.len());
+        }
         let n = out.len().min(self.free.len());
         if n < out.len() {
             self.alloc_failures += 1;
@@ -224,12 +465,16 @@ impl BufferPool {
         for &bi in &out[..n] {
             self.reset(bi);
         }
+        self.in_use += n;
         n
     }
 
     /// Allocates exactly `out.len()` buffers, or none and an error (like
     /// `rte_pktmbuf_alloc_bulk`).
     pub fn alloc_bulk_exact(&mut self, out: &mut [u32]) -> Result<(), PoolError> {
+        if self.free.len() < out.len() && self.backend.is_some() {
+            self.refill(out.len());
+        }
         if out.len() > self.free.len() {
             self.alloc_failures += 1;
             return Err(PoolError::Exhausted {
@@ -265,12 +510,26 @@ impl BufferPool {
     /// the metadata, except for flags the pool owns). `None` if the pool is empty. For
     /// replication (flooding, mirroring).
     pub fn clone_packet(&mut self, bi: u32) -> Option<u32> {
-        let new = self.alloc()?;
         let m = self.meta[bi as usize];
-        let src = bi as usize * self.stride;
-        let dst = new as usize * self.stride;
+        let new = self.alloc()?;
         let size = self.buf_size as usize;
-        bytemuck::cast_slice_mut::<Line, u8>(&mut self.arena).copy_within(src..src + size, dst);
+        match &mut self.arena {
+            Arena::Owned(a) => {
+                let src = bi as usize * self.stride;
+                let dst = new as usize * self.stride;
+                bytemuck::cast_slice_mut::<Line, u8>(a).copy_within(src..src + size, dst);
+            }
+            Arena::External(r) => {
+                // SAFETY: `bi` indexed `meta` above and `new` is a pool buffer, so both are
+                // < count; the region contract makes both ranges valid for `buf_size` bytes
+                // and disjoint when the indices differ, which the `if` checks.
+                if new != bi {
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), size)
+                    };
+                }
+            }
+        }
         let mut flags = m.flags;
         flags.remove(MetaFlags::FREE);
         flags.remove(MetaFlags::TRACED);
@@ -289,6 +548,10 @@ impl BufferPool {
         }
         m.flags = MetaFlags::FREE;
         self.free.push(bi);
+        self.in_use -= 1;
+        if self.backend.is_some() {
+            self.spill();
+        }
         true
     }
 
@@ -311,17 +574,37 @@ impl BufferPool {
             .is_some_and(|m| !m.flags.contains(MetaFlags::FREE))
     }
 
+    /// The whole buffer `bi` (headroom and data room). Panics if `bi` is out of range.
     #[inline]
     fn bytes(&self, bi: u32) -> &[u8] {
         let start = bi as usize * self.stride;
-        &bytemuck::cast_slice::<Line, u8>(&self.arena)[start..start + self.buf_size as usize]
+        let size = self.buf_size as usize;
+        match &self.arena {
+            Arena::Owned(a) => &bytemuck::cast_slice::<Line, u8>(a)[start..start + size],
+            Arena::External(r) => {
+                assert!(bi < r.count, "buffer index {bi} out of range");
+                // SAFETY: `bi < count`, so the range is inside the region, valid and not
+                // shared with anyone else while the pool holds the buffer (the contract of
+                // `ExternalRegion::new`); `&self` keeps writers of this pool away.
+                unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), size) }
+            }
+        }
     }
 
+    /// The whole buffer `bi`, writable. Panics if `bi` is out of range.
     #[inline]
     fn bytes_mut(&mut self, bi: u32) -> &mut [u8] {
         let start = bi as usize * self.stride;
         let size = self.buf_size as usize;
-        &mut bytemuck::cast_slice_mut::<Line, u8>(&mut self.arena)[start..start + size]
+        match &mut self.arena {
+            Arena::Owned(a) => &mut bytemuck::cast_slice_mut::<Line, u8>(a)[start..start + size],
+            Arena::External(r) => {
+                assert!(bi < r.count, "buffer index {bi} out of range");
+                // SAFETY: as in `bytes`; `&mut self` makes this the only reference into the
+                // pool's buffers, and distinct indices never overlap.
+                unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), size) }
+            }
+        }
     }
 
     /// Metadata of buffer `bi`.
@@ -350,7 +633,15 @@ impl BufferPool {
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
         let start = bi as usize * self.stride;
         let size = self.buf_size as usize;
-        let bytes = &mut bytemuck::cast_slice_mut::<Line, u8>(&mut self.arena)[start..start + size];
+        let bytes: &mut [u8] = match &mut self.arena {
+            Arena::Owned(a) => &mut bytemuck::cast_slice_mut::<Line, u8>(a)[start..start + size],
+            Arena::External(r) => {
+                assert!(bi < r.count, "buffer index {bi} out of range");
+                // SAFETY: as in `bytes_mut`; the metadata borrowed next is a separate
+                // allocation.
+                unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), size) }
+            }
+        };
         PacketMut::new(&mut self.meta[bi as usize], bytes)
     }
 
@@ -386,9 +677,18 @@ impl BufferPool {
     /// outer header of a received packet starts.
     #[inline(always)]
     pub fn prefetch_data(&self, bi: u32) {
-        let line = (bi as usize * self.stride + self.headroom as usize) / CACHE_LINE;
-        if let Some(l) = self.arena.get(line) {
-            prefetch::prefetch_read(l);
+        match &self.arena {
+            Arena::Owned(a) => {
+                let line = (bi as usize * self.stride + self.headroom as usize) / CACHE_LINE;
+                if let Some(l) = a.get(line) {
+                    prefetch::prefetch_read(l);
+                }
+            }
+            Arena::External(r) => {
+                if bi < r.count {
+                    prefetch::prefetch_ptr(r.buffer_ptr(bi).wrapping_add(self.headroom as usize));
+                }
+            }
         }
     }
 
@@ -397,6 +697,14 @@ impl BufferPool {
     pub fn prefetch(&self, bi: u32) {
         self.prefetch_meta(bi);
         self.prefetch_data(bi);
+    }
+}
+
+impl Drop for BufferPool {
+    /// Hands the local cache back to the backend (external memory); the backend's own drop
+    /// then releases the memory.
+    fn drop(&mut self) {
+        self.flush_cache();
     }
 }
 
@@ -531,5 +839,120 @@ mod tests {
         assert!(p.data_mut(bi).is_empty());
         p.prefetch(bi);
         p.prefetch(1_000_000);
+    }
+
+    /// A backend over a Vec free list, counting its calls.
+    struct VecBackend {
+        free: Vec<u32>,
+        calls: usize,
+    }
+    impl BufferBackend for VecBackend {
+        fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
+            self.calls += 1;
+            let n = out.len().min(self.free.len());
+            for o in &mut out[..n] {
+                *o = self.free.pop().unwrap();
+            }
+            n
+        }
+        fn free_bulk(&mut self, bis: &[u32]) {
+            self.calls += 1;
+            self.free.extend_from_slice(bis);
+        }
+        fn available(&self) -> usize {
+            self.free.len()
+        }
+    }
+
+    fn external(mem: &mut [Line], count: u32, stride: usize) -> BufferPool {
+        let base =
+            std::ptr::NonNull::new(bytemuck::cast_slice_mut::<Line, u8>(mem).as_mut_ptr()).unwrap();
+        // SAFETY: `mem` outlives the pool in every test below and only the pool touches it.
+        let region = unsafe { ExternalRegion::new(base, stride, count, 192, 64) }.unwrap();
+        let backend = VecBackend {
+            free: (0..count).rev().collect(),
+            calls: 0,
+        };
+        BufferPool::with_external(region, Box::new(backend)).unwrap()
+    }
+
+    #[test]
+    fn external_region_checks_its_shape() {
+        let mut mem = vec![Line([0; 64]); 4];
+        let base = std::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: only the shape checks run; no pool is built.
+        unsafe {
+            assert!(ExternalRegion::new(base, 64, 0, 64, 0).is_err());
+            assert!(ExternalRegion::new(base, 32, 2, 64, 0).is_err());
+            assert!(ExternalRegion::new(base, 64, 2, 64, 64).is_err());
+            assert!(ExternalRegion::new(base, usize::MAX / 2, 4, 64, 0).is_err());
+            assert!(ExternalRegion::new(base, 64, 4, 64, 16).is_ok());
+        }
+    }
+
+    #[test]
+    fn external_pool_allocates_through_its_cache_and_backend() {
+        // 2000 buffers of 192 bytes (64 headroom), 256 bytes apart: the gap stands for the
+        // rte_mbuf header between DPDK buffers and must never be written.
+        let count = 2000u32;
+        let mut mem = vec![Line([0xEE; 64]); count as usize * 4];
+        {
+            let mut p = external(&mut mem, count, 256);
+            assert!(p.is_external());
+            assert_eq!(p.free_count(), 2000);
+            let mut idx = vec![0u32; 1500];
+            assert_eq!(p.alloc_bulk(&mut idx), 1500);
+            assert_eq!(p.in_use(), 1500);
+            for (k, &bi) in idx.iter().enumerate() {
+                p.packet_mut(bi).append(128).unwrap().fill(k as u8);
+                assert_eq!(p.meta(bi).data_offset, 64);
+            }
+            for (k, &bi) in idx.iter().enumerate() {
+                assert!(p.data(bi).iter().all(|&x| x == k as u8));
+            }
+            let c = p.clone_packet(idx[7]).unwrap();
+            assert_eq!(p.data(c), p.data(idx[7]));
+            assert_eq!(p.free_bulk(&idx), 1500);
+            assert!(p.free(c));
+            assert!(!p.free(c), "double free refused");
+            assert_eq!(p.double_frees(), 1);
+            assert_eq!(p.in_use(), 0);
+            assert_eq!(p.free_count(), 2000);
+            assert!(
+                p.free.len() <= EXTERNAL_CACHE,
+                "the cache spills to the backend"
+            );
+            // Exhaustion: fewer buffers, counted, no panic.
+            let mut all = vec![0u32; 2100];
+            assert_eq!(p.alloc_bulk(&mut all), 2000);
+            assert_eq!(p.alloc(), None);
+            assert_eq!(p.free_bulk(&all[..2000]), 2000);
+        }
+        // The gaps between buffers were never written.
+        for b in 0..count as usize {
+            assert!(
+                mem[b * 4 + 3].0.iter().all(|&x| x == 0xEE),
+                "gap of buffer {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn external_pool_adopts_and_releases_driver_buffers() {
+        let mut mem = vec![Line([0; 64]); 16 * 4];
+        let mut p = external(&mut mem, 16, 256);
+        // A "driver" takes buffers 3 and 9 from the backend and fills them.
+        assert!(p.adopt(3));
+        assert!(p.adopt(9));
+        assert!(!p.adopt(9), "already in use");
+        assert!(!p.adopt(16), "out of range");
+        assert_eq!(p.bad_adopts(), 2);
+        p.packet_mut(3).append(4).unwrap().copy_from_slice(b"abcd");
+        assert_eq!(p.in_use(), 2);
+        // 3 leaves for transmission, 9 is dropped.
+        assert!(p.release(3));
+        assert!(!p.release(3));
+        assert!(p.free(9));
+        assert_eq!(p.in_use(), 0);
     }
 }

@@ -25,7 +25,7 @@ pub fn prefetch_bytes(bytes: &[u8]) {
 }
 
 #[inline(always)]
-fn prefetch_ptr(p: *const u8) {
+pub(crate) fn prefetch_ptr(p: *const u8) {
     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
     {
         #[cfg(target_arch = "x86")]
