@@ -15,7 +15,7 @@
 //! See [`Node`](crate::node) for a complete node.
 
 use crate::loops;
-use crate::node::{ErrorReason, Next, Node, Verdict};
+use crate::node::{ErrorReason, Next, Node, NodeKind, Verdict};
 use crate::runtime::Runtime;
 use crate::Frame;
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut};
@@ -259,9 +259,13 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         self.rt.push_one(t, bi);
     }
 
-    /// Drops one packet with a reason (slow path).
+    /// Drops one packet with a reason (slow path). A sink may drop what it cannot deliver
+    /// (a full transmit queue): the packet then counts as dropped, not as output.
     #[inline]
     pub fn drop_buffer(&mut self, bi: u32, reason: N::Error) {
+        if N::KIND == NodeKind::Sink {
+            self.rt.sink_drops += 1;
+        }
         self.rt.pool.meta_mut(bi).error = self.error_index(reason);
         self.leaving(std::slice::from_ref(&bi));
         let d = self.rt.drop_node;
@@ -271,6 +275,9 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// Drops every packet of the frame with one reason.
     #[inline]
     pub fn drop_frame(&mut self, frame: &mut Frame, reason: N::Error) {
+        if N::KIND == NodeKind::Sink {
+            self.rt.sink_drops += frame.bufs.len() as u64;
+        }
         let e = self.error_index(reason);
         for &bi in &frame.bufs {
             self.rt.pool.meta_mut(bi).error = e;

@@ -134,6 +134,7 @@ impl Graph {
                 taps: (0..n).map(|_| None).collect(),
                 any_tap: false,
                 injected: 0,
+                sink_drops: 0,
             },
             error_names,
             slots,
@@ -466,7 +467,8 @@ impl Graph {
             .sinks
             .iter()
             .map(|&i| self.slots[i as usize].stats.packets)
-            .sum();
+            .sum::<u64>()
+            - self.rt.sink_drops;
         Conservation {
             input,
             output,
@@ -484,6 +486,7 @@ impl Graph {
             .for_each(|s| s.stats = NodeStats::default());
         self.rt.error_counts.iter_mut().for_each(|c| *c = 0);
         self.rt.injected = 0;
+        self.rt.sink_drops = 0;
     }
 }
 

@@ -24,6 +24,9 @@ pub(crate) struct Runtime {
     pub any_tap: bool,
     /// Packets put into the graph with [`Graph::inject`](crate::Graph::inject).
     pub injected: u64,
+    /// Packets sink nodes took in but then dropped (a full transmit queue): counted by
+    /// the sink and by the drop node, so conservation subtracts them from the output.
+    pub sink_drops: u64,
 }
 
 /// What waits for one node.

@@ -34,3 +34,6 @@
 pub mod capture;
 pub mod generator;
 pub mod profile;
+
+#[cfg(feature = "dpdk")]
+pub mod dpdk;

@@ -1,0 +1,117 @@
+//! Finds DPDK with pkg-config, compiles the C shim and generates the bindings with bindgen
+//! (falling back to the committed DPDK 22.11 bindings when libclang is missing).
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const MISSING_DPDK: &str = "\
+pktvec-dpdk-sys: DPDK was not found by pkg-config (libdpdk.pc, DPDK >= 22.11).
+Install it, e.g. on Debian/Ubuntu:   apt-get install libdpdk-dev pkg-config
+or point PKG_CONFIG_PATH at the directory holding libdpdk.pc.
+(pktvec only needs DPDK for the `dpdk` feature of pktvec-io; build without it otherwise.)";
+
+fn main() {
+    println!("cargo:rerun-if-changed=wrapper.h");
+    println!("cargo:rerun-if-changed=shim/shim.c");
+    println!("cargo:rerun-if-changed=shim/shim.h");
+    println!("cargo:rerun-if-changed=src/bindings_22_11.rs");
+    println!("cargo:rerun-if-env-changed=PKTVEC_DPDK_SYS_PREGENERATED");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+
+    let lib = match pkg_config::Config::new()
+        .atleast_version("22.11")
+        .probe("libdpdk")
+    {
+        Ok(lib) => lib,
+        Err(e) => panic!("{MISSING_DPDK}\n(pkg-config said: {e})"),
+    };
+    let version = lib.version.clone();
+    println!("cargo:version={version}");
+
+    // The raw compiler flags (`-include rte_config.h`, `-march=...`, include paths): the
+    // pkg-config crate keeps only paths and defines, DPDK's headers need the rest too.
+    let cflags: Vec<String> = Command::new("pkg-config")
+        .args(["--cflags", "libdpdk"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    // `-include rte_config.h` is two words: keep them together.
+    let mut args: Vec<String> = Vec::new();
+    let mut it = cflags.iter();
+    while let Some(f) = it.next() {
+        if f == "-include" {
+            if let Some(h) = it.next() {
+                args.push(format!("-include{h}"));
+            }
+        } else {
+            args.push(f.clone());
+        }
+    }
+
+    let mut cc = cc::Build::new();
+    cc.file("shim/shim.c").opt_level(3).warnings(true);
+    for a in &args {
+        cc.flag(a);
+    }
+    cc.compile("pktvec_dpdk_shim");
+
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("bindings.rs");
+    let forced = env::var_os("PKTVEC_DPDK_SYS_PREGENERATED").is_some();
+    let generated = if forced {
+        false
+    } else {
+        let args = args.clone();
+        match std::panic::catch_unwind(move || generate(&args)) {
+            Ok(Ok(b)) => {
+                b.write_to_file(&out).expect("write bindings");
+                true
+            }
+            Ok(Err(e)) => {
+                println!("cargo:warning=pktvec-dpdk-sys: bindgen failed ({e}); using the committed DPDK 22.11 bindings");
+                false
+            }
+            Err(_) => {
+                println!("cargo:warning=pktvec-dpdk-sys: bindgen could not run (libclang missing? apt-get install libclang-dev); using the committed DPDK 22.11 bindings");
+                false
+            }
+        }
+    };
+    if !generated {
+        if !version.starts_with("22.11") {
+            panic!(
+                "pktvec-dpdk-sys: the committed bindings are for DPDK 22.11 but the system has {version}; \
+                 install libclang (apt-get install libclang-dev clang) so bindgen can generate bindings for it"
+            );
+        }
+        std::fs::copy("src/bindings_22_11.rs", &out).expect("copy the committed bindings");
+    }
+}
+
+fn generate(args: &[String]) -> Result<bindgen::Bindings, bindgen::BindgenError> {
+    bindgen::Builder::default()
+        .header("wrapper.h")
+        .clang_args(args.iter().filter(|a| !a.starts_with("-march")))
+        .allowlist_function("rte_eal_(init|cleanup|iova_mode|has_hugepages|process_type)")
+        .allowlist_function("rte_eth_.*")
+        .allowlist_function("rte_dev_(probe|remove)")
+        .allowlist_function("rte_pktmbuf_(pool_create|pool_init|init|free_bulk)")
+        .allowlist_function("rte_mempool_(free|avail_count|in_use_count|lookup|obj_iter|mem_iter|create_empty|populate_default|set_ops_byname)")
+        .allowlist_function("rte_strerror|rte_socket_id|rte_lcore_count|rte_get_main_lcore")
+        .allowlist_function("pktvec_.*")
+        .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_ether_addr|rte_mempool_memhdr")
+        .allowlist_var("RTE_PKTMBUF_HEADROOM|RTE_MBUF_DEFAULT_.*|RTE_MAX_ETHPORTS|RTE_ETH_.*|RTE_ETHER_.*|RTE_MEMPOOL_.*|SOCKET_ID_ANY")
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .derive_default(true)
+        .layout_tests(false)
+        .generate_comments(false)
+        .prepend_enum_name(false)
+        .generate()
+}

@@ -1,0 +1,50 @@
+/* See shim.h: exported wrappers around DPDK's static inline fast-path functions. */
+#include <rte_config.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ethdev.h>
+#include "shim.h"
+
+uint16_t pktvec_rte_eth_rx_burst(uint16_t port_id, uint16_t queue_id,
+                                 struct rte_mbuf **rx_pkts, uint16_t nb_pkts)
+{
+	return rte_eth_rx_burst(port_id, queue_id, rx_pkts, nb_pkts);
+}
+
+uint16_t pktvec_rte_eth_tx_burst(uint16_t port_id, uint16_t queue_id,
+                                 struct rte_mbuf **tx_pkts, uint16_t nb_pkts)
+{
+	return rte_eth_tx_burst(port_id, queue_id, tx_pkts, nb_pkts);
+}
+
+int pktvec_rte_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+                                  unsigned int count)
+{
+	return rte_pktmbuf_alloc_bulk(pool, mbufs, count);
+}
+
+uint16_t pktvec_rte_pktmbuf_data_room_size(struct rte_mempool *mp)
+{
+	return rte_pktmbuf_data_room_size(mp);
+}
+
+uint16_t pktvec_rte_pktmbuf_priv_size(struct rte_mempool *mp)
+{
+	return rte_pktmbuf_priv_size(mp);
+}
+
+int pktvec_rte_errno(void)
+{
+	return rte_errno;
+}
+
+unsigned int pktvec_rte_lcore_id(void)
+{
+	return rte_lcore_id();
+}
+
+unsigned int pktvec_rte_mbuf_size(void)
+{
+	return (unsigned int)sizeof(struct rte_mbuf);
+}

@@ -1,0 +1,34 @@
+/*
+ * pktvec's C shim over DPDK: DPDK implements its fast path (rx/tx burst, mbuf bulk
+ * allocation, rte_errno, the lcore id) as `static inline` functions or macros, which have no
+ * symbol to link against. Each function here is a real, exported wrapper around one of them.
+ */
+#ifndef PKTVEC_DPDK_SHIM_H
+#define PKTVEC_DPDK_SHIM_H
+
+#include <stdint.h>
+
+struct rte_mbuf;
+struct rte_mempool;
+
+/* rte_eth_rx_burst */
+uint16_t pktvec_rte_eth_rx_burst(uint16_t port_id, uint16_t queue_id,
+                                 struct rte_mbuf **rx_pkts, uint16_t nb_pkts);
+/* rte_eth_tx_burst */
+uint16_t pktvec_rte_eth_tx_burst(uint16_t port_id, uint16_t queue_id,
+                                 struct rte_mbuf **tx_pkts, uint16_t nb_pkts);
+/* rte_pktmbuf_alloc_bulk: 0 on success (all or nothing), negative errno otherwise */
+int pktvec_rte_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+                                  unsigned int count);
+/* rte_pktmbuf_data_room_size */
+uint16_t pktvec_rte_pktmbuf_data_room_size(struct rte_mempool *mp);
+/* rte_pktmbuf_priv_size */
+uint16_t pktvec_rte_pktmbuf_priv_size(struct rte_mempool *mp);
+/* rte_errno (a per-lcore thread-local variable behind a macro) */
+int pktvec_rte_errno(void);
+/* rte_lcore_id */
+unsigned int pktvec_rte_lcore_id(void);
+/* sizeof(struct rte_mbuf), checked against the Rust layout in tests */
+unsigned int pktvec_rte_mbuf_size(void);
+
+#endif

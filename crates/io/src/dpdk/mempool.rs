@@ -1,0 +1,334 @@
+//! A DPDK mbuf pool that is also the graph's buffer pool.
+
+use super::{last_error, DpdkError, Eal};
+use pktvec_dpdk_sys as sys;
+use pktvec_packet::pool::{BufferBackend, BufferPool, ExternalRegion};
+use std::ffi::CString;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Where mbuf `i` of a pool is: all objects at one fixed stride, so index ↔ mbuf is
+/// arithmetic (the index of an mbuf is an exact division, done with a multiply by the
+/// inverse of the stride's odd factor).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    /// Address of mbuf 0 (the `rte_mbuf` header).
+    mbuf0: usize,
+    stride: usize,
+    count: u32,
+    /// `buf_addr - mbuf`: where the buffer starts behind each header.
+    buf_off: usize,
+    buf_len: u16,
+    /// stride = odd << shift; inv = odd^-1 mod 2^64.
+    shift: u32,
+    inv: u64,
+}
+
+impl Layout {
+    fn new(mbuf0: usize, stride: usize, count: u32, buf_off: usize, buf_len: u16) -> Self {
+        let shift = stride.trailing_zeros();
+        let odd = (stride >> shift) as u64;
+        // Newton's iteration for the inverse of an odd number mod 2^64.
+        let mut inv = odd;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inv)));
+        }
+        debug_assert_eq!(odd.wrapping_mul(inv), 1);
+        Layout {
+            mbuf0,
+            stride,
+            count,
+            buf_off,
+            buf_len,
+            shift,
+            inv,
+        }
+    }
+
+    /// The buffer index of mbuf `m`, or `None` if it is not an mbuf of this pool.
+    #[inline(always)]
+    pub(crate) fn index(&self, m: *const sys::rte_mbuf) -> Option<u32> {
+        let off = (m as usize).wrapping_sub(self.mbuf0);
+        if off & ((1usize << self.shift) - 1) != 0 {
+            return None;
+        }
+        // Exact division: for a multiple of the odd factor this is the quotient; for
+        // anything else the product is >= count (see the unit test).
+        let q = ((off >> self.shift) as u64).wrapping_mul(self.inv);
+        (q < self.count as u64).then_some(q as u32)
+    }
+
+    /// The mbuf of buffer index `bi` (`bi < count` is the caller's to check).
+    #[inline(always)]
+    pub(crate) fn mbuf(&self, bi: u32) -> *mut sys::rte_mbuf {
+        (self.mbuf0 + bi as usize * self.stride) as *mut sys::rte_mbuf
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+}
+
+pub(crate) struct MempoolInner {
+    pub(crate) mp: NonNull<sys::rte_mempool>,
+    pub(crate) layout: Layout,
+    name: String,
+}
+
+// SAFETY: a DPDK mempool created with the default "ring_mp_mc" ops is safe to use from
+// several threads (multi-producer/multi-consumer ring); the layout is immutable.
+unsafe impl Send for MempoolInner {}
+// SAFETY: as above; shared references only read the immutable layout or call thread-safe
+// mempool functions.
+unsafe impl Sync for MempoolInner {}
+
+impl Drop for MempoolInner {
+    fn drop(&mut self) {
+        // SAFETY: the last reference is gone: no port (they hold an Arc) and no buffer pool
+        // (its backend holds an Arc) uses the mempool any more.
+        unsafe { sys::rte_mempool_free(self.mp.as_ptr()) };
+    }
+}
+
+/// A DPDK mbuf pool (`rte_pktmbuf_pool_create`) whose mbufs are also the buffers of a
+/// [`BufferPool`]: buffer index `i` is the `i`-th mbuf in memory. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Mempool {
+    pub(crate) inner: Arc<MempoolInner>,
+}
+
+impl std::fmt::Debug for Mempool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mempool")
+            .field("name", &self.inner.name)
+            .field("mbufs", &self.inner.layout.count)
+            .field("available", &self.available())
+            .finish()
+    }
+}
+
+static POOLS: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" fn collect_obj(
+    _mp: *mut sys::rte_mempool,
+    opaque: *mut std::os::raw::c_void,
+    obj: *mut std::os::raw::c_void,
+    _idx: u32,
+) {
+    // SAFETY: `opaque` is the `&mut Vec<usize>` passed to rte_mempool_obj_iter below, alive
+    // for the whole iteration, which calls back on the same thread.
+    let v = unsafe { &mut *(opaque as *mut Vec<usize>) };
+    v.push(obj as usize);
+}
+
+impl Mempool {
+    /// Creates a pool of `mbufs` mbufs with `data_room` bytes of packet room each (behind
+    /// DPDK's 128-byte headroom) and checks that its objects sit at one stride in one
+    /// memory chunk, which buffer indices need.
+    pub fn new(_eal: &Eal, mbufs: u32, data_room: u16) -> Result<Mempool, DpdkError> {
+        let room = data_room
+            .checked_add(sys::RTE_PKTMBUF_HEADROOM as u16)
+            .ok_or_else(|| DpdkError::Mempool(format!("data room {data_room} too large")))?;
+        if mbufs < 64 {
+            return Err(DpdkError::Mempool(format!(
+                "{mbufs} mbufs: at least 64 needed"
+            )));
+        }
+        let name = format!("pktvec{}", POOLS.fetch_add(1, Ordering::Relaxed));
+        let cname = CString::new(name.clone()).expect("no NUL");
+        let cache = 256.min(mbufs / 2);
+        // SAFETY: valid name; sizes checked above; DPDK allocates and returns a pool or NULL.
+        let mp = unsafe {
+            sys::rte_pktmbuf_pool_create(cname.as_ptr(), mbufs, cache, 0, room, sys::SOCKET_ID_ANY)
+        };
+        let mp = NonNull::new(mp).ok_or_else(|| {
+            DpdkError::Mempool(format!(
+                "{mbufs} mbufs of {room} bytes: {} (is the EAL's -m large enough?)",
+                last_error()
+            ))
+        })?;
+        let mut objs: Vec<usize> = Vec::with_capacity(mbufs as usize);
+        // SAFETY: `mp` is a populated pool; the callback only appends to `objs`, which
+        // outlives the call.
+        unsafe {
+            sys::rte_mempool_obj_iter(
+                mp.as_ptr(),
+                Some(collect_obj),
+                (&mut objs as *mut Vec<usize>).cast(),
+            )
+        };
+        let free_pool = |e: DpdkError| {
+            // SAFETY: nothing else has seen this pool yet.
+            unsafe { sys::rte_mempool_free(mp.as_ptr()) };
+            e
+        };
+        objs.sort_unstable();
+        if objs.len() != mbufs as usize || objs.len() < 2 {
+            return Err(free_pool(DpdkError::MempoolLayout(format!(
+                "{} objects for {mbufs} mbufs",
+                objs.len()
+            ))));
+        }
+        let stride = objs[1] - objs[0];
+        if objs.windows(2).any(|w| w[1] - w[0] != stride) {
+            return Err(free_pool(DpdkError::MempoolLayout(
+                "objects are in several memory chunks (try --no-huge, or more contiguous memory)"
+                    .into(),
+            )));
+        }
+        // SAFETY: objs[0] is an mbuf initialised by rte_pktmbuf_init during creation.
+        let (buf_off, buf_len) = unsafe {
+            let m = &*(objs[0] as *const sys::rte_mbuf);
+            (m.buf_addr as usize - objs[0], m.buf_len)
+        };
+        for &o in &objs {
+            // SAFETY: as above, every object is an initialised mbuf.
+            let m = unsafe { &*(o as *const sys::rte_mbuf) };
+            if m.buf_addr as usize != o + buf_off || m.buf_len != buf_len {
+                return Err(free_pool(DpdkError::MempoolLayout(
+                    "mbuf buffers are not at one offset".into(),
+                )));
+            }
+        }
+        let layout = Layout::new(objs[0], stride, mbufs, buf_off, buf_len);
+        Ok(Mempool {
+            inner: Arc::new(MempoolInner { mp, layout, name }),
+        })
+    }
+
+    /// The graph's buffer pool over these mbufs (build the graph with it). Its buffers are
+    /// the mbufs' data buffers (headroom included); allocation and free go to the mempool in
+    /// bulk through a local cache.
+    pub fn buffer_pool(&self) -> Result<BufferPool, DpdkError> {
+        let l = self.inner.layout;
+        let base = NonNull::new((l.mbuf0 + l.buf_off) as *mut u8)
+            .ok_or_else(|| DpdkError::MempoolLayout("null buffer".into()))?;
+        // SAFETY: the region describes the mbufs' data buffers, checked at creation to be at
+        // one stride; the backend keeps the mempool alive as long as the pool; a buffer is
+        // used by DPDK only while it is in the mempool or a driver queue, i.e. not held by
+        // the pool (rx adopts, tx releases).
+        let region = unsafe {
+            ExternalRegion::new(
+                base,
+                l.stride,
+                l.count,
+                l.buf_len,
+                sys::RTE_PKTMBUF_HEADROOM as u16,
+            )
+        }?;
+        Ok(BufferPool::with_external(
+            region,
+            Box::new(MempoolBackend {
+                inner: self.inner.clone(),
+            }),
+        )?)
+    }
+
+    /// Mbufs free in the mempool (`rte_mempool_avail_count`, per-lcore caches included).
+    pub fn available(&self) -> usize {
+        // SAFETY: valid pool pointer for the life of `inner`.
+        unsafe { sys::rte_mempool_avail_count(self.inner.mp.as_ptr()) as usize }
+    }
+
+    /// Number of mbufs in the pool.
+    pub fn capacity(&self) -> usize {
+        self.inner.layout.count as usize
+    }
+
+    /// The DPDK name of the pool.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+}
+
+/// The free list of a [`BufferPool`] over a DPDK mempool.
+struct MempoolBackend {
+    inner: Arc<MempoolInner>,
+}
+
+const CHUNK: usize = 64;
+
+impl BufferBackend for MempoolBackend {
+    fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
+        let l = self.inner.layout;
+        let mut done = 0;
+        let mut ptrs = [std::ptr::null_mut::<sys::rte_mbuf>(); CHUNK];
+        while done < out.len() {
+            let mut k = (out.len() - done).min(CHUNK);
+            // SAFETY: `ptrs` has room for k <= CHUNK pointers; the pool is valid.
+            let mut rc = unsafe {
+                sys::pktvec_rte_pktmbuf_alloc_bulk(
+                    self.inner.mp.as_ptr(),
+                    ptrs.as_mut_ptr(),
+                    k as u32,
+                )
+            };
+            if rc != 0 {
+                // All or nothing: take what is left, if anything.
+                // SAFETY: as above.
+                k = k.min(unsafe { sys::rte_mempool_avail_count(self.inner.mp.as_ptr()) } as usize);
+                if k == 0 {
+                    break;
+                }
+                // SAFETY: as above.
+                rc = unsafe {
+                    sys::pktvec_rte_pktmbuf_alloc_bulk(
+                        self.inner.mp.as_ptr(),
+                        ptrs.as_mut_ptr(),
+                        k as u32,
+                    )
+                };
+                if rc != 0 {
+                    break;
+                }
+            }
+            for (o, &m) in out[done..done + k].iter_mut().zip(&ptrs[..k]) {
+                *o = l.index(m).expect("the mempool hands out its own mbufs");
+            }
+            done += k;
+        }
+        done
+    }
+
+    fn free_bulk(&mut self, bis: &[u32]) {
+        let l = self.inner.layout;
+        let mut ptrs = [std::ptr::null_mut::<sys::rte_mbuf>(); CHUNK];
+        for chunk in bis.chunks(CHUNK) {
+            for (p, &bi) in ptrs.iter_mut().zip(chunk) {
+                debug_assert!(bi < l.count);
+                *p = l.mbuf(bi);
+            }
+            // SAFETY: each pointer is an mbuf of this pool (indices come from the pool),
+            // single-segment, with refcnt 1, not referenced by anyone after this call.
+            unsafe { sys::rte_pktmbuf_free_bulk(ptrs.as_mut_ptr(), chunk.len() as u32) };
+        }
+    }
+
+    fn available(&self) -> usize {
+        // SAFETY: valid pool pointer.
+        unsafe { sys::rte_mempool_avail_count(self.inner.mp.as_ptr()) as usize }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_index_is_exact_division() {
+        for stride in [2368usize, 2432, 4096, 2176, 192, 3 * 64 * 7] {
+            let l = Layout::new(1 << 20, stride, 1000, 128, 2176);
+            for i in 0..1000u32 {
+                assert_eq!(l.index(l.mbuf(i)), Some(i));
+                for d in [1usize, 8, 64, stride / 2] {
+                    let p = (l.mbuf(i) as usize + d) as *const sys::rte_mbuf;
+                    assert_eq!(l.index(p), None, "stride {stride}, i {i}, +{d}");
+                }
+            }
+            assert_eq!(l.index(l.mbuf(1000)), None);
+            assert_eq!(l.index((l.mbuf0 - stride) as *const _), None);
+            assert_eq!(l.index(std::ptr::null()), None);
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The rx (input) and tx (sink) nodes of a DPDK port queue.
+
+use super::mempool::Layout;
+use super::Port;
+use pktvec_dpdk_sys as sys;
+use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, NodeKind};
+use pktvec_packet::Packet;
+use std::sync::Arc;
+
+/// Most mbuf pointers one rx or tx burst call handles (DPDK takes a `u16` count).
+const BURST_MAX: usize = 1024;
+
+/// Transmit retries before the unsent packets of a vector are dropped.
+pub const DEFAULT_TX_RETRIES: u32 = 8;
+
+next_nodes! {
+    /// The one arc of [`DpdkRx`].
+    pub enum DpdkRxNext {
+        /// Every received packet (by default to `ethernet-input`).
+        Out = "ethernet-input",
+    }
+}
+
+node_errors! {
+    /// Why [`DpdkRx`] drops.
+    pub enum DpdkRxError {
+        /// A chained (multi-segment) mbuf: its first segment entered the graph, the rest
+        /// was freed, and the packet is dropped (pktvec buffers are single-segment).
+        MultiSegment = "multi-segment packet",
+    }
+}
+
+node_errors! {
+    /// Why [`DpdkTx`] drops.
+    pub enum DpdkTxError {
+        /// The tx queue stayed full through all retries.
+        QueueFull = "tx queue full",
+    }
+}
+
+/// Input node polling one rx queue: one `rte_eth_rx_burst` of up to a vector per call.
+/// Each mbuf enters the graph as its buffer index, with no copy; its data offset and
+/// length go into the buffer metadata.
+pub struct DpdkRx {
+    port: Arc<Port>,
+    queue: u16,
+    rx_if: u16,
+    layout: Layout,
+    burst: Box<[usize]>,
+    multiseg: Vec<u32>,
+    limit: Option<u64>,
+    received: u64,
+    foreign: u64,
+    refused: u64,
+}
+
+impl DpdkRx {
+    /// Polls queue `queue` of `port`; packets record the port id as their rx interface.
+    pub fn new(port: &Arc<Port>, queue: u16) -> Self {
+        DpdkRx {
+            port: port.clone(),
+            queue,
+            rx_if: port.id(),
+            layout: port.mempool.inner.layout,
+            burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+            multiseg: Vec::with_capacity(BURST_MAX),
+            limit: None,
+            received: 0,
+            foreign: 0,
+            refused: 0,
+        }
+    }
+
+    /// Records `rx_if` instead of the port id as the packets' rx interface.
+    pub fn with_rx_interface(mut self, rx_if: u16) -> Self {
+        self.rx_if = rx_if;
+        self
+    }
+
+    /// Stops polling after `n` packets.
+    pub fn with_limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Packets received (entered the graph or dropped as multi-segment).
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Mbufs that did not belong to the graph's mempool (freed at once, never in the
+    /// graph): a port whose rx queue uses another mempool.
+    pub fn foreign(&self) -> u64 {
+        self.foreign
+    }
+
+    /// Mbufs of our mempool that the buffer pool already held (a bug; left alone).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The port polled.
+    pub fn port(&self) -> &Arc<Port> {
+        &self.port
+    }
+}
+
+impl Node for DpdkRx {
+    type Next = DpdkRxNext;
+    type Error = DpdkRxError;
+    const KIND: NodeKind = NodeKind::Input;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let mut want = cx.vector_size().min(frame.room()).min(BURST_MAX);
+        if let Some(limit) = self.limit {
+            want = want.min(limit.saturating_sub(self.received) as usize);
+        }
+        if want == 0 {
+            return;
+        }
+        // SAFETY: the port is started and `queue` is one of its rx queues (polled by this
+        // node only); `burst` has room for `want` <= BURST_MAX pointers.
+        let n = unsafe {
+            sys::pktvec_rte_eth_rx_burst(
+                self.port.id(),
+                self.queue,
+                self.burst.as_mut_ptr().cast(),
+                want as u16,
+            )
+        } as usize;
+        let pool = cx.pool_mut();
+        self.multiseg.clear();
+        for &p in &self.burst[..n] {
+            let m = p as *mut sys::rte_mbuf;
+            let Some(bi) = self.layout.index(m) else {
+                self.foreign += 1;
+                let mut one = m;
+                // SAFETY: the driver handed us this mbuf; freeing it (and its chain) gives it
+                // back to whichever mempool it came from.
+                unsafe { sys::rte_pktmbuf_free_bulk(&mut one, 1) };
+                continue;
+            };
+            // SAFETY: `m` is an mbuf of our mempool that the driver just filled and handed
+            // over; nobody else touches it now.
+            let (off, len) = unsafe {
+                let mb = &mut *m;
+                if mb.nb_segs != 1 || !mb.next.is_null() {
+                    let mut rest = mb.next;
+                    if !rest.is_null() {
+                        sys::rte_pktmbuf_free_bulk(&mut rest, 1);
+                    }
+                    mb.next = std::ptr::null_mut();
+                    mb.nb_segs = 1;
+                    mb.pkt_len = mb.data_len as u32;
+                    self.multiseg.push(bi);
+                }
+                (mb.data_off, mb.data_len)
+            };
+            if !pool.adopt(bi) {
+                self.refused += 1;
+                continue;
+            }
+            let meta = pool.meta_mut(bi);
+            meta.data_offset = off;
+            meta.len = len;
+            meta.rx_if = self.rx_if;
+            if self.multiseg.last() != Some(&bi) {
+                frame.push(bi);
+            }
+        }
+        self.received += n as u64;
+        for i in 0..self.multiseg.len() {
+            let bi = self.multiseg[i];
+            cx.drop_buffer(bi, DpdkRxError::MultiSegment);
+        }
+        cx.enqueue_all(frame, DpdkRxNext::Out);
+    }
+
+    fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(
+            out,
+            "{} rx queue {}: len {}",
+            self.port.name(),
+            self.queue,
+            pkt.data().len()
+        );
+    }
+}
+
+/// Sink node transmitting on one tx queue: writes each buffer's offset and length into its
+/// mbuf, hands the vector to `rte_eth_tx_burst`, retries what the queue did not take up to
+/// [`DEFAULT_TX_RETRIES`] times, then drops the rest with [`DpdkTxError::QueueFull`].
+pub struct DpdkTx {
+    port: Arc<Port>,
+    queue: u16,
+    layout: Layout,
+    burst: Box<[usize]>,
+    retries: u32,
+    sent: u64,
+    full: u64,
+}
+
+impl DpdkTx {
+    /// Transmits on queue `queue` of `port` (whose mbufs must come from the graph's
+    /// mempool, as [`Port::start`] with the same [`super::Mempool`] ensures).
+    pub fn new(port: &Arc<Port>, queue: u16) -> Self {
+        DpdkTx {
+            port: port.clone(),
+            queue,
+            layout: port.mempool.inner.layout,
+            burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+            retries: DEFAULT_TX_RETRIES,
+            sent: 0,
+            full: 0,
+        }
+    }
+
+    /// Retries per vector before dropping (0: one attempt).
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Packets the driver accepted.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Packets dropped because the queue stayed full.
+    pub fn queue_full(&self) -> u64 {
+        self.full
+    }
+
+    /// The port transmitted on.
+    pub fn port(&self) -> &Arc<Port> {
+        &self.port
+    }
+}
+
+impl Node for DpdkTx {
+    type Next = pktvec_graph::NoNext;
+    type Error = DpdkTxError;
+    const KIND: NodeKind = NodeKind::Sink;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let port = self.port.id();
+        let mut start = 0;
+        while start < frame.len() {
+            let chunk = &frame.buffers()[start..frame.len().min(start + BURST_MAX)];
+            let n = chunk.len();
+            start += n;
+            let pool = cx.pool_mut();
+            for (slot, &bi) in self.burst.iter_mut().zip(chunk) {
+                let meta = pool.meta(bi);
+                let (off, len) = (meta.data_offset, meta.len);
+                debug_assert!(bi < self.layout.count());
+                let m = self.layout.mbuf(bi);
+                // SAFETY: `bi` is a buffer the pool holds (it indexed `meta`), so `m` is its
+                // mbuf, owned by us until released just below; only header fields are written.
+                unsafe {
+                    let mb = &mut *m;
+                    mb.data_off = off;
+                    mb.data_len = len;
+                    mb.pkt_len = len as u32;
+                    mb.nb_segs = 1;
+                    mb.ol_flags = 0;
+                    mb.port = port;
+                }
+                pool.release(bi);
+                *slot = m as usize;
+            }
+            let mut sent = 0usize;
+            let mut tries = 0;
+            loop {
+                // SAFETY: started port, our tx queue, `n - sent` valid mbuf pointers from
+                // `burst[sent..]`; the driver takes ownership of the ones it accepts.
+                sent += unsafe {
+                    sys::pktvec_rte_eth_tx_burst(
+                        port,
+                        self.queue,
+                        self.burst[sent..].as_mut_ptr().cast(),
+                        (n - sent) as u16,
+                    )
+                } as usize;
+                if sent == n || tries >= self.retries {
+                    break;
+                }
+                tries += 1;
+            }
+            self.sent += sent as u64;
+            for i in sent..n {
+                let m = self.burst[i] as *const sys::rte_mbuf;
+                let bi = self
+                    .layout
+                    .index(m)
+                    .expect("an mbuf of the graph's mempool");
+                cx.pool_mut().adopt(bi);
+                self.full += 1;
+                cx.drop_buffer(bi, DpdkTxError::QueueFull);
+            }
+        }
+        frame.clear();
+    }
+}

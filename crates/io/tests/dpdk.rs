@@ -1,0 +1,190 @@
+//! The DPDK backend on real DPDK virtual devices (no hugepages, no PCI): net_pcap,
+//! net_ring loopback and net_null. Needs the `dpdk` feature and the system's DPDK:
+//! `cargo test -p pktvec-io --features dpdk --test dpdk`.
+#![cfg(feature = "dpdk")]
+
+use pktvec_graph::builtin::{PacketSource, SourceNext};
+use pktvec_graph::{GraphBuilder, GraphConfig};
+use pktvec_io::capture::{read_capture, write_pcap, CountingSink};
+use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
+use std::sync::Mutex;
+
+/// One EAL per test process (a file prefix of its own, so test binaries may run side by
+/// side); DPDK control calls are serialised across test threads.
+static DPDK: Mutex<()> = Mutex::new(());
+
+fn eal() -> Eal {
+    let args = format!(
+        "--no-huge -m 512 --no-pci --no-shconf --file-prefix=pktvec-test-{} -l 0 --log-level=lib.eal:error",
+        std::process::id()
+    );
+    Eal::init(&args).expect("EAL init with virtual devices only")
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pktvec-dpdk-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Frames of assorted sizes (60..1514 bytes), each with a distinct payload.
+fn frames(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let len = 60 + (i * 97) % 1455;
+            let mut f = vec![0u8; len];
+            f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+            f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+            f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+            for (k, b) in f[14..].iter_mut().enumerate() {
+                *b = (i as u8).wrapping_mul(31).wrapping_add(k as u8);
+            }
+            f
+        })
+        .collect()
+}
+
+#[test]
+fn pcap_port_round_trip_is_zero_copy_and_conserves() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let input = tmp("xc-in.pcap");
+    let output = tmp("xc-out.pcap");
+    let mut sent = frames(3000);
+    // One jumbo frame larger than an mbuf: net_pcap chains it; the rx node drops it.
+    sent.push(vec![0xab; 4000]);
+    write_pcap(&input, &sent).unwrap();
+    let mempool = Mempool::new(&eal, 4096, 2048).unwrap();
+    let free0 = mempool.available();
+    {
+        let id = eal
+            .attach(&format!(
+                "net_pcap10,rx_pcap={},tx_pcap={}",
+                input.display(),
+                output.display()
+            ))
+            .unwrap();
+        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("rx", DpdkRx::new(&port, 0))
+            .add("tx", DpdkTx::new(&port, 0))
+            .set_next("rx", DpdkRxNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        assert_eq!(g.run_until_idle(), 3001);
+        let c = g.conservation();
+        assert!(c.is_balanced(), "{c}");
+        assert_eq!((c.input, c.output, c.dropped), (3001, 3000, 1));
+        let errors = g.errors().to_string();
+        assert!(errors.contains("multi-segment packet"), "{errors}");
+        let st = port.stats();
+        assert_eq!(st.ipackets, c.input, "port rx counter = graph input");
+        assert_eq!(st.opackets, c.output, "port tx counter = graph output");
+        assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent(), 3000);
+        drop(g);
+        drop(port); // closes the port: flushes tx_pcap, frees the rx ring's mbufs
+    }
+    assert_eq!(mempool.available(), free0, "no mbuf leaked");
+    assert_eq!(mempool.available(), mempool.capacity());
+    let got = read_capture(&output).unwrap().packets;
+    assert_eq!(got.len(), 3000);
+    assert!(
+        got.iter().zip(&sent).all(|(a, b)| a == b),
+        "bytes identical, in order"
+    );
+}
+
+#[test]
+fn ring_loopback_returns_the_same_buffers() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::new(&eal, 2048, 2048).unwrap();
+    {
+        let id = eal.attach("net_ring10").unwrap();
+        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+        let sent = frames(64);
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("gen", PacketSource::new(sent.clone()).with_limit(10_000))
+            .add("tx", DpdkTx::new(&port, 0))
+            .add("rx", DpdkRx::new(&port, 0).with_rx_interface(0))
+            .add("count", CountingSink::new(1))
+            .set_next("gen", SourceNext::Out, "tx")
+            .set_next("rx", DpdkRxNext::Out, "count");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        g.run_until_idle();
+        let c = g.conservation();
+        assert!(c.is_balanced(), "{c}");
+        // 10,000 generated and transmitted, 10,000 received back (input counts both).
+        assert_eq!(c.input, 20_000);
+        assert_eq!(c.dropped, 0);
+        let count = g.node::<CountingSink>("count").unwrap();
+        // Received packets have no tx interface: the sink counts them in its last slot.
+        assert_eq!(count.packets[1], 10_000);
+        let bytes: u64 = (0..10_000).map(|i| sent[i % 64].len() as u64).sum();
+        assert_eq!(count.bytes[1], bytes, "every byte came back");
+        let st = port.stats();
+        assert_eq!((st.opackets, st.ipackets), (10_000, 10_000));
+        drop(g);
+    }
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+#[test]
+fn null_ports_forward_in_bursts_without_leaks() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
+    {
+        let a = eal.attach("net_null10").unwrap();
+        let z = eal.attach("net_null11").unwrap();
+        let rx = Port::start(&eal, a, &mempool, &PortConfig::default()).unwrap();
+        let tx = Port::start(&eal, z, &mempool, &PortConfig::default()).unwrap();
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("rx", DpdkRx::new(&rx, 0).with_limit(200_000))
+            .add("tx", DpdkTx::new(&tx, 0))
+            .set_next("rx", DpdkRxNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        assert_eq!(g.run_until_idle(), 200_000);
+        let c = g.conservation();
+        assert!(c.is_balanced() && c.output == 200_000, "{c}");
+        assert_eq!(tx.stats().opackets, 200_000);
+        let rt = g.runtime().to_string();
+        assert!(rt.contains("rx") && rt.contains("tx"), "{rt}");
+        drop(g);
+    }
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    // A second init with other arguments is refused, not a crash.
+    assert!(Eal::init("--no-huge -m 64").is_err());
+    // Missing port.
+    let e = eal.port_by_name("net_nothing").unwrap_err().to_string();
+    assert!(e.contains("net_nothing"), "{e}");
+    let mempool = Mempool::new(&eal, 256, 2048).unwrap();
+    assert!(Port::start(&eal, 31, &mempool, &PortConfig::default()).is_err());
+    // Too few mbufs, or more than the EAL memory holds.
+    assert!(Mempool::new(&eal, 10, 2048).is_err());
+    let e = Mempool::new(&eal, 10_000_000, 2048)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mempool"), "{e}");
+    // A malformed capture: the pcap device refuses to probe.
+    let bad = tmp("garbage.pcap");
+    std::fs::write(&bad, b"this is not a pcap file at all").unwrap();
+    let e = eal
+        .attach(&format!("net_pcap19,rx_pcap={}", bad.display()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rte_dev_probe"), "{e}");
+    // Too many queues for the device.
+    let id = eal.attach("net_null19").unwrap();
+    let cfg = PortConfig {
+        rx_queues: u16::MAX,
+        ..PortConfig::default()
+    };
+    assert!(Port::start(&eal, id, &mempool, &cfg).is_err());
+    assert_eq!(mempool.available(), mempool.capacity());
+}
