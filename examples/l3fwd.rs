@@ -12,7 +12,7 @@
 
 mod common;
 
-use clap::Parser;
+use clap::{parser::ValueSource, CommandFactory, FromArgMatches, Parser};
 use common::{add_tx, run_and_report, CommonArgs};
 use pktvec::graph::GraphBuilder;
 use pktvec::io::generator::Generator;
@@ -62,8 +62,12 @@ struct Cli {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches)?;
     let args = &cli.common;
+    // ip4-lookup keeps its own sub-batch default (64, what the compressed LPM's staged
+    // lookup wants) unless --sub-batch is given, which then sets every lookup's.
+    let sub_batch_given = matches.value_source("sub_batch") == Some(ValueSource::CommandLine);
     let t0 = Instant::now();
     let policy = |drop: bool| if drop { Policy::Drop } else { Policy::Accept };
     let app = L3fwd::new(L3fwdConfig {
@@ -76,6 +80,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             verify_checksum: true,
             options: policy(cli.drop_options),
             fragments: policy(cli.drop_fragments),
+        },
+        ip4_lookup_sub_batch: if sub_batch_given {
+            None
+        } else {
+            L3fwdConfig::default().ip4_lookup_sub_batch
         },
         ..L3fwdConfig::default()
     })?;

@@ -68,8 +68,40 @@ node_errors! {
 pub struct EthernetInput;
 
 /// Classifies one frame: records offsets, strips L2, returns the verdict.
+///
+/// Untagged IPv4/IPv6/ARP/NDN frames (the common case) are classified from one fixed-size
+/// view of the first 14 bytes; tagged frames go through [`parse_l2`].
 #[inline(always)]
 pub fn ethernet_input_one(
+    pkt: &mut pktvec_packet::PacketMut<'_>,
+) -> Verdict<EthernetNext, EthernetError> {
+    let (m, d) = pkt.split();
+    let Some(h) = d.first_chunk::<14>() else {
+        return Verdict::Drop(EthernetError::Truncated);
+    };
+    let next = match EtherType(u16::from_be_bytes([h[12], h[13]])) {
+        EtherType::IPV4 => EthernetNext::Ip4,
+        EtherType::IPV6 => EthernetNext::Ip6,
+        EtherType::ARP => EthernetNext::Arp,
+        ETHERTYPE_NDN => EthernetNext::Ndn,
+        _ => return ethernet_input_tagged(pkt),
+    };
+    // `d` is the packet's window (offset and length already clamped to the buffer) and
+    // holds at least 14 bytes: the same edit as `advance(14)`, without recomputing it.
+    let len = d.len() - 14;
+    let off = m.data_offset;
+    m.l2_offset = off;
+    m.l3_offset = off.wrapping_add(14);
+    m.data_offset = off.wrapping_add(14);
+    m.len = len as u16;
+    m.flags
+        .insert(MetaFlags(MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0));
+    Verdict::Next(next)
+}
+
+/// VLAN-tagged or unknown EtherType: the general parser.
+#[inline(never)]
+fn ethernet_input_tagged(
     pkt: &mut pktvec_packet::PacketMut<'_>,
 ) -> Verdict<EthernetNext, EthernetError> {
     let l2 = match parse_l2(pkt.data()) {
@@ -185,5 +217,59 @@ impl Node for EthernetRestore {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         cx.process_packets(frame, ethernet_restore_one);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pktvec_packet::{BufferPool, PoolConfig};
+    use proptest::prelude::*;
+
+    fn run(
+        bytes: &[u8],
+        f: impl FnOnce(&mut pktvec_packet::PacketMut<'_>) -> Verdict<EthernetNext, EthernetError>,
+    ) -> (
+        Verdict<EthernetNext, EthernetError>,
+        Vec<u8>,
+        pktvec_packet::BufferMeta,
+    ) {
+        let mut pool = BufferPool::new(PoolConfig {
+            buffers: 1,
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        let bi = pool.alloc_with(bytes).unwrap();
+        let mut p = pool.packet_mut(bi);
+        let v = f(&mut p);
+        (v, p.data().to_vec(), *p.meta())
+    }
+
+    proptest! {
+        /// The untagged fast path and the general parser agree on verdicts, offsets and
+        /// the stripped packet.
+        #[test]
+        fn fast_path_matches_parse_l2(
+            et in prop_oneof![
+                Just(0x0800u16), Just(0x86dd), Just(0x0806), Just(0x8624), Just(0x8100),
+                Just(0x88a8), any::<u16>()
+            ],
+            inner in prop_oneof![Just(0x0800u16), Just(0x8100), any::<u16>()],
+            len in 0usize..40,
+        ) {
+            let mut f = vec![0xaa; 40];
+            f[12..14].copy_from_slice(&et.to_be_bytes());
+            f[16..18].copy_from_slice(&inner.to_be_bytes());
+            f.truncate(len);
+            let fast = run(&f, ethernet_input_one);
+            let general = run(&f, ethernet_input_tagged);
+            prop_assert_eq!(fast.0, general.0);
+            prop_assert_eq!(fast.1, general.1);
+            let (a, b) = (fast.2, general.2);
+            prop_assert_eq!(
+                (a.data_offset, a.len, a.l2_offset, a.l3_offset, a.flags.0),
+                (b.data_offset, b.len, b.l2_offset, b.l3_offset, b.flags.0)
+            );
+        }
     }
 }

@@ -33,7 +33,7 @@
 
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
 use pktvec_packet::wire::{EtherType, Ipv4Packet, MacAddr, WireError};
-use pktvec_packet::{MetaFlags, Packet, PacketMut};
+use pktvec_packet::{checksum, MetaFlags, Packet, PacketMut};
 use std::fmt::Write as _;
 
 /// Accept or drop (serde: `"accept"`, `"drop"`).
@@ -114,8 +114,65 @@ impl Ip4Input {
 }
 
 /// Checks one packet that starts at its IPv4 header; trims Ethernet padding.
+///
+/// A header without options (first byte `0x45`, the common case) is checked from one
+/// fixed-size view of its 20 bytes (one length test, no further bounds checks); other
+/// headers go through [`Ipv4Packet::new_checked`]. Both give the same verdicts.
 #[inline(always)]
 pub fn ip4_input_one(
+    cfg: &Ip4InputConfig,
+    pkt: &mut PacketMut<'_>,
+) -> Verdict<Ip4InputNext, Ip4InputError> {
+    let (m, d) = pkt.split();
+    let Some(h) = d.first_chunk::<20>() else {
+        return Verdict::Drop(Ip4InputError::Truncated);
+    };
+    if h[0] != 0x45 {
+        return ip4_input_general(cfg, pkt);
+    }
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    if total < 20 || total > d.len() {
+        return Verdict::Drop(Ip4InputError::BadLength);
+    }
+    if cfg.verify_checksum && !ip4_header_checksum_ok(h) {
+        return Verdict::Drop(Ip4InputError::BadChecksum);
+    }
+    if h[8] <= 1 {
+        return Verdict::Drop(Ip4InputError::TtlExpired);
+    }
+    if cfg.fragments == Policy::Drop && u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+        return Verdict::Drop(Ip4InputError::Fragment);
+    }
+    // `d` is the packet's (clamped) window and `total <= d.len()`: the same edit as
+    // `truncate(total)`.
+    m.len = total as u16;
+    m.flags.insert(MetaFlags::IP4_CSUM_OK);
+    Verdict::Next(Ip4InputNext::Lookup)
+}
+
+/// True if the one's-complement sum of a 20-byte IPv4 header (checksum included) is
+/// `0xffff` (RFC 1071): five 32-bit words added into a 64-bit accumulator, folded once.
+/// Byte order does not matter for this test (RFC 1071 §2(B)).
+///
+/// ```
+/// use pktvec_nodes::ip4::ip4_header_checksum_ok;
+/// let mut h = [0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+/// let c = pktvec_packet::checksum::checksum(&h);
+/// h[10..12].copy_from_slice(&c.to_be_bytes());
+/// assert!(ip4_header_checksum_ok(&h));
+/// h[8] -= 1;
+/// assert!(!ip4_header_checksum_ok(&h));
+/// ```
+#[inline(always)]
+pub fn ip4_header_checksum_ok(h: &[u8; 20]) -> bool {
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let s = w(0) + w(4) + w(8) + w(12) + w(16);
+    pktvec_packet::checksum::fold(s) == 0xffff
+}
+
+/// Headers with options (or a bad first byte): every check through the header view.
+#[inline(never)]
+fn ip4_input_general(
     cfg: &Ip4InputConfig,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4InputNext, Ip4InputError> {
@@ -222,12 +279,60 @@ node_errors! {
 #[derive(Debug, Clone, Default)]
 pub struct Ip4Rewrite {
     adjacencies: Vec<Adjacency>,
+    /// Per adjacency: the Ethernet header to write and the transmit interface.
+    rewrites: Vec<L2Rewrite>,
+}
+
+/// An adjacency's precomputed L2 header (VPP's rewrite string), copied in one move.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct L2Rewrite {
+    /// Destination MAC, source MAC, EtherType.
+    pub(crate) header: [u8; 14],
+    /// Transmit interface.
+    pub(crate) tx_if: u16,
+}
+
+impl L2Rewrite {
+    pub(crate) fn new(adj: &Adjacency, ethertype: EtherType) -> Self {
+        let mut header = [0u8; 14];
+        header[0..6].copy_from_slice(&adj.dst_mac.0);
+        header[6..12].copy_from_slice(&adj.src_mac.0);
+        header[12..14].copy_from_slice(&ethertype.0.to_be_bytes());
+        L2Rewrite {
+            header,
+            tx_if: adj.tx_if,
+        }
+    }
+
+    /// Writes the header in front of the packet; false if there is no headroom.
+    #[inline(always)]
+    pub(crate) fn push(&self, pkt: &mut PacketMut<'_>) -> bool {
+        match pkt.prepend(14) {
+            Ok(h) => {
+                if let Ok(h) = <&mut [u8; 14]>::try_from(h) {
+                    *h = self.header;
+                }
+                let m = pkt.meta_mut();
+                m.tx_if = self.tx_if;
+                m.l2_offset = m.data_offset;
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 impl Ip4Rewrite {
     /// A rewrite node over an adjacency table.
     pub fn new(adjacencies: Vec<Adjacency>) -> Self {
-        Ip4Rewrite { adjacencies }
+        let rewrites = adjacencies
+            .iter()
+            .map(|a| L2Rewrite::new(a, EtherType::IPV4))
+            .collect();
+        Ip4Rewrite {
+            adjacencies,
+            rewrites,
+        }
     }
     /// The adjacency table.
     pub fn adjacencies(&self) -> &[Adjacency] {
@@ -238,18 +343,7 @@ impl Ip4Rewrite {
 /// Writes a 14-byte Ethernet header in front of the packet.
 #[inline(always)]
 pub fn push_ethernet(pkt: &mut PacketMut<'_>, adj: &Adjacency, ethertype: EtherType) -> bool {
-    match pkt.prepend(14) {
-        Ok(h) => {
-            h[0..6].copy_from_slice(&adj.dst_mac.0);
-            h[6..12].copy_from_slice(&adj.src_mac.0);
-            h[12..14].copy_from_slice(&ethertype.0.to_be_bytes());
-            let m = pkt.meta_mut();
-            m.tx_if = adj.tx_if;
-            m.l2_offset = m.data_offset;
-            true
-        }
-        Err(_) => false,
-    }
+    L2Rewrite::new(adj, ethertype).push(pkt)
 }
 
 /// Rewrites one packet that starts at its IPv4 header.
@@ -261,14 +355,51 @@ pub fn ip4_rewrite_one(
     let Some(adj) = adjs.get(pkt.meta().opaque as usize) else {
         return Verdict::Drop(Ip4RewriteError::NoAdjacency);
     };
-    let Ok(mut ip) = Ipv4Packet::new_checked(pkt.data_mut()) else {
-        return Verdict::Drop(Ip4RewriteError::NotIp4);
+    ip4_rewrite_with(&L2Rewrite::new(adj, EtherType::IPV4), pkt)
+}
+
+/// Rewrites one packet with a precomputed L2 header: TTL − 1 with the RFC 1624 update of
+/// the checksum, then the header in one copy. A header without options (`0x45`) is edited
+/// through one fixed-size view; others are checked by [`Ipv4Packet::new_checked`] first.
+#[inline(always)]
+fn ip4_rewrite_with(
+    rw: &L2Rewrite,
+    pkt: &mut PacketMut<'_>,
+) -> Verdict<Ip4RewriteNext, Ip4RewriteError> {
+    let d = pkt.data_mut();
+    let len = d.len();
+    let fast = match d.first_chunk_mut::<20>() {
+        Some(h) if h[0] == 0x45 => {
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            if total < 20 || total > len {
+                return Verdict::Drop(Ip4RewriteError::NotIp4);
+            }
+            let ttl = h[8];
+            if ttl <= 1 {
+                return Verdict::Drop(Ip4RewriteError::TtlExpired);
+            }
+            let proto = h[9];
+            let c = checksum::update_u16(
+                u16::from_be_bytes([h[10], h[11]]),
+                u16::from_be_bytes([ttl, proto]),
+                u16::from_be_bytes([ttl - 1, proto]),
+            );
+            h[8] = ttl - 1;
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            true
+        }
+        _ => false,
     };
-    match ip.decrement_ttl_update_checksum() {
-        Some(t) if t > 0 => {}
-        _ => return Verdict::Drop(Ip4RewriteError::TtlExpired),
+    if !fast {
+        let Ok(mut ip) = Ipv4Packet::new_checked(pkt.data_mut()) else {
+            return Verdict::Drop(Ip4RewriteError::NotIp4);
+        };
+        match ip.decrement_ttl_update_checksum() {
+            Some(t) if t > 0 => {}
+            _ => return Verdict::Drop(Ip4RewriteError::TtlExpired),
+        }
     }
-    if push_ethernet(pkt, adj, EtherType::IPV4) {
+    if rw.push(pkt) {
         Verdict::Next(Ip4RewriteNext::Output)
     } else {
         Verdict::Drop(Ip4RewriteError::NoHeadroom)
@@ -280,12 +411,124 @@ impl Node for Ip4Rewrite {
     type Error = Ip4RewriteError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let adjs = &self.adjacencies;
-        cx.process_packets(frame, |p| ip4_rewrite_one(adjs, p));
+        let rws = &self.rewrites[..];
+        cx.process_packets(frame, |p| match rws.get(p.meta().opaque as usize) {
+            Some(rw) => ip4_rewrite_with(rw, p),
+            None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
+        });
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
         let _ = write!(out, "adjacency {}: ", pkt.meta().opaque);
         format_ip4(pkt.data(), out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pktvec_packet::{BufferPool, PoolConfig};
+    use proptest::prelude::*;
+
+    /// A valid 20-byte header (`0x45`) with `extra` payload bytes, then `edit` applied.
+    fn header(extra: usize, ttl: u8, frag: u16) -> Vec<u8> {
+        let total = (20 + extra) as u16;
+        let mut h = vec![
+            0x45, 0, 0, 0, 0, 1, 0, 0, ttl, 17, 0, 0, 10, 0, 0, 1, 10, 1, 2, 3,
+        ];
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[6..8].copy_from_slice(&frag.to_be_bytes());
+        let c = checksum::checksum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h.resize(20 + extra, 0xab);
+        h
+    }
+
+    fn run<T>(bytes: &[u8], f: impl FnOnce(&mut PacketMut<'_>) -> T) -> (T, Vec<u8>, u16) {
+        let mut pool = BufferPool::new(PoolConfig {
+            buffers: 1,
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        let bi = pool.alloc_with(bytes).unwrap();
+        let mut p = pool.packet_mut(bi);
+        let v = f(&mut p);
+        let flags = p.meta().flags.0;
+        (v, p.data().to_vec(), flags)
+    }
+
+    proptest! {
+        /// The fixed-size fast path of `ip4-input` and the general path agree on every
+        /// verdict and edit, for valid headers with random byte edits and lengths.
+        #[test]
+        fn ip4_input_fast_path_matches_general(
+            extra in 0usize..40,
+            ttl in 0u8..4,
+            frag in prop_oneof![Just(0u16), Just(0x2000u16), Just(0x4000u16), any::<u16>()],
+            edits in proptest::collection::vec((0usize..24, any::<u8>()), 0..3),
+            cut in 0usize..70,
+            drop_frag in any::<bool>(),
+            drop_opts in any::<bool>(),
+            verify in any::<bool>(),
+        ) {
+            let mut b = header(extra, ttl, frag);
+            for (i, v) in edits {
+                if i < b.len() {
+                    b[i] = v;
+                }
+            }
+            b.truncate(cut.max(1));
+            let policy = |d| if d { Policy::Drop } else { Policy::Accept };
+            let cfg = Ip4InputConfig {
+                verify_checksum: verify,
+                options: policy(drop_opts),
+                fragments: policy(drop_frag),
+            };
+            let fast = run(&b, |p| ip4_input_one(&cfg, p));
+            let general = run(&b, |p| ip4_input_general(&cfg, p));
+            prop_assert_eq!(fast, general);
+        }
+
+        /// The 20-byte checksum test agrees with the RFC 1071 sum.
+        #[test]
+        fn header_checksum_ok_matches_rfc1071(h in any::<[u8; 20]>()) {
+            prop_assert_eq!(ip4_header_checksum_ok(&h), checksum::checksum(&h) == 0);
+        }
+
+        /// `ip4-rewrite`'s fast path and the header-view path give the same verdicts and
+        /// bytes for forwarded packets (TTL − 1, checksum as a full recompute gives).
+        #[test]
+        fn ip4_rewrite_fast_path_matches_recompute(
+            extra in 0usize..40,
+            ttl in 0u8..=255,
+            ident in any::<u16>(),
+        ) {
+            let mut b = header(extra, ttl, 0);
+            b[4..6].copy_from_slice(&ident.to_be_bytes());
+            b[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&b[..20]);
+            b[10..12].copy_from_slice(&c.to_be_bytes());
+            let adj = Adjacency {
+                tx_if: 2,
+                src_mac: [2, 0, 0, 0, 0, 9].into(),
+                dst_mac: [2, 0, 0, 0, 0, 8].into(),
+            };
+            let (v, out, _) = run(&b, |p| {
+                p.meta_mut().opaque = 0;
+                ip4_rewrite_one(&[adj], p)
+            });
+            if ttl <= 1 {
+                prop_assert_eq!(v, Verdict::Drop(Ip4RewriteError::TtlExpired));
+            } else {
+                prop_assert_eq!(v, Verdict::Next(Ip4RewriteNext::Output));
+                prop_assert_eq!(&out[..14], &[2, 0, 0, 0, 0, 8, 2, 0, 0, 0, 0, 9, 8, 0][..]);
+                let mut want = b.clone();
+                want[8] = ttl - 1;
+                want[10..12].copy_from_slice(&[0, 0]);
+                let c = checksum::checksum(&want[..20]);
+                want[10..12].copy_from_slice(&c.to_be_bytes());
+                prop_assert_eq!(&out[14..], &want[..]);
+            }
+        }
     }
 }

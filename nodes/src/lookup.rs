@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
+use pktvec_graph::{next_nodes, node_errors, Context, Frame, Next, Node, Verdict};
 use pktvec_lookup::ipv4::{Lpm4, MISS};
 use pktvec_lookup::ipv6::Lpm6;
 use pktvec_packet::Packet;
@@ -50,6 +50,8 @@ node_errors! {
 /// The `ip4-lookup` node.
 pub struct Ip4Lookup {
     fib: Arc<Lpm4>,
+    /// Own sub-batch size, or `None` for the graph's ([`Context::sub_batch`]).
+    sub_batch: Option<usize>,
     /// Per-frame scratch (allocated once): destinations, then answers.
     keys: Box<[u32; MAX_FRAME]>,
     answers: Box<[u32; MAX_FRAME]>,
@@ -57,17 +59,28 @@ pub struct Ip4Lookup {
 
 /// Largest frame a node sees (the graph's maximum vector size).
 const MAX_FRAME: usize = 4096;
-/// Destination placeholder of a packet too short to hold one.
-const NO_DST: u32 = u32::MAX;
 
 impl Ip4Lookup {
     /// A lookup node over a shared FIB.
     pub fn new(fib: Arc<Lpm4>) -> Self {
         Ip4Lookup {
             fib,
+            sub_batch: None,
             keys: Box::new([0; MAX_FRAME]),
             answers: Box::new([0; MAX_FRAME]),
         }
+    }
+    /// Uses its own sub-batch size `b` for the staged LPM lookup instead of the graph's
+    /// (`None`: the graph's). The compressed IPv4 LPM's staged lookup wants `b >= 64` (each
+    /// stage's loads overlap only across a long enough sub-batch), while the graph default
+    /// (16) suits the L2 hash; this lets a router keep both.
+    pub fn with_sub_batch(mut self, b: Option<usize>) -> Self {
+        self.sub_batch = b;
+        self
+    }
+    /// The sub-batch size the node uses (`None`: the graph's).
+    pub fn sub_batch(&self) -> Option<usize> {
+        self.sub_batch
     }
     /// The FIB.
     pub fn fib(&self) -> &Lpm4 {
@@ -86,41 +99,38 @@ impl Node for Ip4Lookup {
     type Error = Ip4LookupError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let b = cx.sub_batch();
+        let b = self.sub_batch.unwrap_or_else(|| cx.sub_batch());
         let map = cx.verdict_map();
         let (bufs, nexts) = frame.split_mut();
         let n = bufs.len().min(MAX_FRAME);
+        let (bufs, nexts) = (&bufs[..n], &mut nexts[..n]);
         let (keys, answers) = (&mut self.keys[..n], &mut self.answers[..n]);
         // The headers are in cache: ip4-input has just read them.
         let mut truncated = false;
+        let pool = cx.pool();
         for (k, &bi) in keys.iter_mut().zip(bufs) {
-            let d = dst4(&cx.packet(bi));
+            let d = dst4(&pool.packet(bi));
             truncated |= d.is_none();
             *k = d.unwrap_or(0);
         }
         self.fib.lookup_vector_raw(keys, answers, b);
+        let pool = cx.pool_mut();
+        let rewrite = Ip4LookupNext::Rewrite.index();
+        for ((slot, &bi), &a) in nexts.iter_mut().zip(bufs).zip(answers.iter()) {
+            let m = pool.meta_mut(bi);
+            *slot = if a == MISS {
+                map.slot(Verdict::Drop(Ip4LookupError::NoRoute), m)
+            } else {
+                m.opaque = a;
+                rewrite
+            };
+        }
         if truncated {
-            for (k, &bi) in keys.iter_mut().zip(bufs) {
-                if dst4(&cx.packet(bi)).is_none() {
-                    *k = NO_DST;
+            for (slot, &bi) in nexts.iter_mut().zip(bufs) {
+                if dst4(&pool.packet(bi)).is_none() {
+                    *slot = map.slot(Verdict::Drop(Ip4LookupError::Truncated), pool.meta_mut(bi));
                 }
             }
-        }
-        for (i, &bi) in bufs.iter().enumerate().take(n) {
-            let mut p = cx.packet_mut(bi);
-            let a = answers[i];
-            let v = if a == MISS {
-                Verdict::Drop(Ip4LookupError::NoRoute)
-            } else {
-                p.meta_mut().opaque = a;
-                Verdict::Next(Ip4LookupNext::Rewrite)
-            };
-            let v = if truncated && keys[i] == NO_DST {
-                Verdict::Drop(Ip4LookupError::Truncated)
-            } else {
-                v
-            };
-            nexts[i] = map.slot(v, p.meta_mut());
         }
         cx.enqueue_frame(frame);
     }

@@ -80,6 +80,9 @@ pub const ARP_INPUT: &str = "arp-input";
 /// Name of `interface-output`.
 pub const INTERFACE_OUTPUT: &str = "interface-output";
 
+/// Default of [`L3fwdConfig::ip4_lookup_sub_batch`].
+pub const DEFAULT_IP4_LOOKUP_SUB_BATCH: usize = 64;
+
 /// Settings of the router.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -98,6 +101,12 @@ pub struct L3fwdConfig {
     pub seed: u64,
     /// Checks and policies of `ip4-input`.
     pub ip4: Ip4InputConfig,
+    /// Sub-batch size of `ip4-lookup`'s staged LPM lookup; `None`: the graph's
+    /// (`GraphConfig::sub_batch`). Default 64: the compressed IPv4 LPM prefetches one table
+    /// level for a whole sub-batch before reading it, and its loads only overlap enough
+    /// with `b >= 64` (see `docs/results/applications.md`), while the graph's default
+    /// (16) is what the L2 and IPv6 hash-style lookups want.
+    pub ip4_lookup_sub_batch: Option<usize>,
     /// Our IPv4 addresses: ARP requests for them are answered.
     pub arp_addresses: Vec<Ipv4Addr>,
     /// Name of the transmit node (added by the caller).
@@ -114,6 +123,7 @@ impl Default for L3fwdConfig {
             route6_count: 200_000,
             seed: 1,
             ip4: Ip4InputConfig::default(),
+            ip4_lookup_sub_batch: Some(DEFAULT_IP4_LOOKUP_SUB_BATCH),
             arp_addresses: vec![Ipv4Addr::new(192, 0, 2, 1)],
             tx: default_tx(),
         }
@@ -261,7 +271,10 @@ impl L3fwd {
         let tx = self.cfg.tx.as_str();
         b.add(ETHERNET_INPUT, EthernetInput)
             .add(IP4_INPUT, Ip4Input::new(self.cfg.ip4))
-            .add(IP4_LOOKUP, Ip4Lookup::new(self.fib4.clone()))
+            .add(
+                IP4_LOOKUP,
+                Ip4Lookup::new(self.fib4.clone()).with_sub_batch(self.cfg.ip4_lookup_sub_batch),
+            )
             .add(IP4_REWRITE, Ip4Rewrite::new(adjs.clone()))
             .add(IP6_INPUT, Ip6Input)
             .add(IP6_LOOKUP, Ip6Lookup::new(self.fib6.clone()))
