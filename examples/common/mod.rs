@@ -50,6 +50,12 @@ pub struct CommonArgs {
     /// Print the statistics as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Receive from and transmit to DPDK ports instead: the EAL arguments, e.g.
+    /// "--no-huge -m 1024 --no-pci --vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap".
+    /// Every port is polled on rx queue 0; a packet leaves on the port whose index is its
+    /// tx interface (all on the one port if there is one). Needs `--features dpdk`.
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["pcap_in", "pcap_out"])]
+    pub dpdk: Option<String>,
 }
 
 impl CommonArgs {
@@ -63,8 +69,11 @@ impl CommonArgs {
         }
     }
 
-    /// The buffer pool.
+    /// The buffer pool (with `--dpdk`, the DPDK mempool's mbufs).
     pub fn pool(&self) -> Result<BufferPool, Box<dyn std::error::Error>> {
+        if self.dpdk.is_some() {
+            return dpdk_io::pool(self);
+        }
         Ok(BufferPool::new(PoolConfig {
             buffers: self.buffers,
             ..PoolConfig::default()
@@ -87,6 +96,9 @@ pub enum Input {
     Generator(Box<GeneratorSource>),
     /// A capture replayed in a loop.
     Pcap(PcapSource),
+    /// DPDK rx nodes, one per port.
+    #[cfg(feature = "dpdk")]
+    Dpdk(Vec<pktvec::io::dpdk::DpdkRx>),
 }
 
 impl Input {
@@ -99,6 +111,18 @@ impl Input {
             Input::Pcap(p) => {
                 b.add(name, p).set_next(name, PcapSourceNext::Out, target);
             }
+            #[cfg(feature = "dpdk")]
+            Input::Dpdk(rxs) => {
+                use pktvec::io::dpdk::DpdkRxNext;
+                for (i, rx) in rxs.into_iter().enumerate() {
+                    let n = if i == 0 {
+                        name.to_string()
+                    } else {
+                        format!("{name}-{i}")
+                    };
+                    b.add(&n, rx).set_next(&n, DpdkRxNext::Out, target);
+                }
+            }
         }
     }
 }
@@ -109,6 +133,9 @@ pub fn add_tx(
     name: &str,
     args: &CommonArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    if args.dpdk.is_some() {
+        return dpdk_io::add_tx(b, name, args);
+    }
     match args.pcap_out()? {
         Some(sink) => b.add(name, sink),
         None => b.add(name, NullSink),
@@ -122,6 +149,9 @@ impl CommonArgs {
         &self,
         gen: impl FnOnce() -> Result<Generator, Box<dyn std::error::Error>>,
     ) -> Result<Input, Box<dyn std::error::Error>> {
+        if self.dpdk.is_some() {
+            return dpdk_io::input(self);
+        }
         Ok(match &self.pcap_in {
             Some(p) => {
                 let cap = read_capture(p)?;
@@ -204,9 +234,127 @@ pub fn run_and_report(
             done as f64 / secs / 1e6
         );
         println!("conservation: {c}");
+        dpdk_io::report(args);
     }
     if !c.is_balanced() || c.buffers_in_use != 0 {
         return Err("packets were lost".into());
     }
     Ok(())
+}
+
+/// `--dpdk`: one EAL, one mempool and the ports, set up on first use by `pool`, `input` or
+/// `add_tx` (in any order) and shared by them.
+#[cfg(feature = "dpdk")]
+mod dpdk_io {
+    use super::{CommonArgs, Input};
+    use pktvec::graph::GraphBuilder;
+    use pktvec::io::dpdk::{DpdkRx, DpdkTx, Eal, Mempool, Port, PortConfig};
+    use pktvec::packet::BufferPool;
+    use std::sync::{Arc, OnceLock};
+
+    struct Io {
+        mempool: Mempool,
+        ports: Vec<Arc<Port>>,
+    }
+
+    static IO: OnceLock<Result<Io, String>> = OnceLock::new();
+
+    fn io(args: &CommonArgs) -> Result<&'static Io, Box<dyn std::error::Error>> {
+        let r = IO.get_or_init(|| {
+            let eal = Eal::init(args.dpdk.as_deref().unwrap_or("")).map_err(|e| e.to_string())?;
+            let ids = eal.ports();
+            if ids.is_empty() {
+                return Err("--dpdk: the EAL found no port (add --vdev=... or a NIC)".into());
+            }
+            let mempool =
+                Mempool::new(&eal, args.buffers.max(1024), 2048).map_err(|e| e.to_string())?;
+            let ports = ids
+                .iter()
+                .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            Ok(Io { mempool, ports })
+        });
+        r.as_ref().map_err(|e| e.clone().into())
+    }
+
+    pub fn pool(args: &CommonArgs) -> Result<BufferPool, Box<dyn std::error::Error>> {
+        Ok(io(args)?.mempool.buffer_pool()?)
+    }
+
+    pub fn input(args: &CommonArgs) -> Result<Input, Box<dyn std::error::Error>> {
+        let io = io(args)?;
+        let per_port = args.packets.div_ceil(io.ports.len() as u64);
+        Ok(Input::Dpdk(
+            io.ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    DpdkRx::new(p, 0)
+                        .with_rx_interface(i as u16)
+                        .with_limit(per_port)
+                })
+                .collect(),
+        ))
+    }
+
+    pub fn add_tx(
+        b: &mut GraphBuilder,
+        name: &str,
+        args: &CommonArgs,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let io = io(args)?;
+        let queues: Vec<_> = io.ports.iter().map(|p| (p.clone(), 0)).collect();
+        b.add(name, DpdkTx::by_interface(&queues));
+        Ok(())
+    }
+
+    /// Prints each port's counters after the run.
+    pub fn report(args: &CommonArgs) {
+        if args.dpdk.is_none() {
+            return;
+        }
+        if let Some(Ok(io)) = IO.get() {
+            for p in &io.ports {
+                let s = p.stats();
+                println!(
+                    "port {} ({}): rx {} tx {} imissed {} ierrors {} oerrors {} rx_nombuf {}",
+                    p.id(),
+                    p.name(),
+                    s.ipackets,
+                    s.opackets,
+                    s.imissed,
+                    s.ierrors,
+                    s.oerrors,
+                    s.rx_nombuf
+                );
+            }
+        }
+    }
+}
+
+/// Without the `dpdk` feature, `--dpdk` is a clear error.
+#[cfg(not(feature = "dpdk"))]
+mod dpdk_io {
+    use super::{CommonArgs, Input};
+    use pktvec::graph::GraphBuilder;
+    use pktvec::packet::BufferPool;
+
+    const MSG: &str = "--dpdk needs DPDK support: rebuild with `--features dpdk` \
+                       (and the system's DPDK: apt-get install libdpdk-dev pkg-config)";
+
+    pub fn pool(_: &CommonArgs) -> Result<BufferPool, Box<dyn std::error::Error>> {
+        Err(MSG.into())
+    }
+    pub fn input(_: &CommonArgs) -> Result<Input, Box<dyn std::error::Error>> {
+        Err(MSG.into())
+    }
+    pub fn add_tx(
+        _: &mut GraphBuilder,
+        _: &str,
+        _: &CommonArgs,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        Err(MSG.into())
+    }
+    pub fn report(_: &CommonArgs) {}
 }

@@ -64,10 +64,6 @@ impl Layout {
     pub(crate) fn mbuf(&self, bi: u32) -> *mut sys::rte_mbuf {
         (self.mbuf0 + bi as usize * self.stride) as *mut sys::rte_mbuf
     }
-
-    pub(crate) fn count(&self) -> u32 {
-        self.count
-    }
 }
 
 pub(crate) struct MempoolInner {

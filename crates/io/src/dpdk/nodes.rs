@@ -35,6 +35,8 @@ node_errors! {
     pub enum DpdkTxError {
         /// The tx queue stayed full through all retries.
         QueueFull = "tx queue full",
+        /// The packet's `tx_if` names no port of this node.
+        NoPort = "no tx port for the interface",
     }
 }
 
@@ -188,14 +190,23 @@ impl Node for DpdkRx {
     }
 }
 
-/// Sink node transmitting on one tx queue: writes each buffer's offset and length into its
-/// mbuf, hands the vector to `rte_eth_tx_burst`, retries what the queue did not take up to
-/// [`DEFAULT_TX_RETRIES`] times, then drops the rest with [`DpdkTxError::QueueFull`].
-pub struct DpdkTx {
+/// One tx queue of [`DpdkTx`] with its burst being filled.
+struct TxQueue {
     port: Arc<Port>,
     queue: u16,
-    layout: Layout,
     burst: Box<[usize]>,
+    len: usize,
+}
+
+/// Sink node transmitting on tx queues: writes each buffer's offset and length into its
+/// mbuf, hands bursts to `rte_eth_tx_burst`, retries what a queue did not take up to
+/// [`DEFAULT_TX_RETRIES`] times, then drops the rest with [`DpdkTxError::QueueFull`].
+/// With one port every packet goes to it; with several ([`DpdkTx::by_interface`]) a
+/// packet goes to the port at index `tx_if` (set by `interface-output`), and one without
+/// such a port is dropped with [`DpdkTxError::NoPort`].
+pub struct DpdkTx {
+    queues: Vec<TxQueue>,
+    layout: Layout,
     retries: u32,
     sent: u64,
     full: u64,
@@ -205,36 +216,87 @@ impl DpdkTx {
     /// Transmits on queue `queue` of `port` (whose mbufs must come from the graph's
     /// mempool, as [`Port::start`] with the same [`super::Mempool`] ensures).
     pub fn new(port: &Arc<Port>, queue: u16) -> Self {
+        Self::by_interface(&[(port.clone(), queue)])
+    }
+
+    /// Transmits a packet with `tx_if == i` on `queues[i]`.
+    ///
+    /// # Panics
+    /// If `queues` is empty.
+    pub fn by_interface(queues: &[(Arc<Port>, u16)]) -> Self {
+        assert!(!queues.is_empty(), "DpdkTx needs at least one port");
         DpdkTx {
-            port: port.clone(),
-            queue,
-            layout: port.mempool.inner.layout,
-            burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+            layout: queues[0].0.mempool.inner.layout,
+            queues: queues
+                .iter()
+                .map(|(p, q)| TxQueue {
+                    port: p.clone(),
+                    queue: *q,
+                    burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+                    len: 0,
+                })
+                .collect(),
             retries: DEFAULT_TX_RETRIES,
             sent: 0,
             full: 0,
         }
     }
 
-    /// Retries per vector before dropping (0: one attempt).
+    /// Retries per burst before dropping (0: one attempt).
     pub fn with_retries(mut self, retries: u32) -> Self {
         self.retries = retries;
         self
     }
 
-    /// Packets the driver accepted.
+    /// Packets the drivers accepted.
     pub fn sent(&self) -> u64 {
         self.sent
     }
 
-    /// Packets dropped because the queue stayed full.
+    /// Packets dropped because a queue stayed full.
     pub fn queue_full(&self) -> u64 {
         self.full
     }
 
-    /// The port transmitted on.
-    pub fn port(&self) -> &Arc<Port> {
-        &self.port
+    /// The ports transmitted on, by interface index.
+    pub fn ports(&self) -> impl Iterator<Item = &Arc<Port>> {
+        self.queues.iter().map(|q| &q.port)
+    }
+
+    /// Transmits the burst of queue `qi`, retrying, and drops what is left.
+    fn flush(&mut self, cx: &mut Context<'_, Self>, qi: usize) {
+        let q = &mut self.queues[qi];
+        let (n, port, queue) = (q.len, q.port.id(), q.queue);
+        q.len = 0;
+        let mut sent = 0usize;
+        let mut tries = 0;
+        while sent < n {
+            // SAFETY: started port, our tx queue, `n - sent` valid mbuf pointers in
+            // `burst[sent..n]`; the driver takes ownership of the ones it accepts.
+            sent += unsafe {
+                sys::pktvec_rte_eth_tx_burst(
+                    port,
+                    queue,
+                    q.burst[sent..].as_mut_ptr().cast(),
+                    (n - sent) as u16,
+                )
+            } as usize;
+            if tries >= self.retries {
+                break;
+            }
+            tries += 1;
+        }
+        self.sent += sent as u64;
+        for i in sent..n {
+            let m = self.queues[qi].burst[i] as *const sys::rte_mbuf;
+            let bi = self
+                .layout
+                .index(m)
+                .expect("an mbuf of the graph's mempool");
+            cx.pool_mut().adopt(bi);
+            self.full += 1;
+            cx.drop_buffer(bi, DpdkTxError::QueueFull);
+        }
     }
 }
 
@@ -244,60 +306,38 @@ impl Node for DpdkTx {
     const KIND: NodeKind = NodeKind::Sink;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let port = self.port.id();
-        let mut start = 0;
-        while start < frame.len() {
-            let chunk = &frame.buffers()[start..frame.len().min(start + BURST_MAX)];
-            let n = chunk.len();
-            start += n;
-            let pool = cx.pool_mut();
-            for (slot, &bi) in self.burst.iter_mut().zip(chunk) {
-                let meta = pool.meta(bi);
-                let (off, len) = (meta.data_offset, meta.len);
-                debug_assert!(bi < self.layout.count());
-                let m = self.layout.mbuf(bi);
-                // SAFETY: `bi` is a buffer the pool holds (it indexed `meta`), so `m` is its
-                // mbuf, owned by us until released just below; only header fields are written.
-                unsafe {
-                    let mb = &mut *m;
-                    mb.data_off = off;
-                    mb.data_len = len;
-                    mb.pkt_len = len as u32;
-                    mb.nb_segs = 1;
-                    mb.ol_flags = 0;
-                    mb.port = port;
-                }
-                pool.release(bi);
-                *slot = m as usize;
+        let single = self.queues.len() == 1;
+        for &bi in frame.buffers() {
+            let meta = cx.pool().meta(bi);
+            let qi = if single { 0 } else { meta.tx_if as usize };
+            if qi >= self.queues.len() {
+                cx.drop_buffer(bi, DpdkTxError::NoPort);
+                continue;
             }
-            let mut sent = 0usize;
-            let mut tries = 0;
-            loop {
-                // SAFETY: started port, our tx queue, `n - sent` valid mbuf pointers from
-                // `burst[sent..]`; the driver takes ownership of the ones it accepts.
-                sent += unsafe {
-                    sys::pktvec_rte_eth_tx_burst(
-                        port,
-                        self.queue,
-                        self.burst[sent..].as_mut_ptr().cast(),
-                        (n - sent) as u16,
-                    )
-                } as usize;
-                if sent == n || tries >= self.retries {
-                    break;
-                }
-                tries += 1;
+            let (off, len) = (meta.data_offset, meta.len);
+            let m = self.layout.mbuf(bi);
+            let q = &mut self.queues[qi];
+            // SAFETY: `bi` is a buffer the pool holds (it indexed `meta`), so `m` is its
+            // mbuf, owned by us until released just below; only header fields are written.
+            unsafe {
+                let mb = &mut *m;
+                mb.data_off = off;
+                mb.data_len = len;
+                mb.pkt_len = len as u32;
+                mb.nb_segs = 1;
+                mb.ol_flags = 0;
+                mb.port = q.port.id();
             }
-            self.sent += sent as u64;
-            for i in sent..n {
-                let m = self.burst[i] as *const sys::rte_mbuf;
-                let bi = self
-                    .layout
-                    .index(m)
-                    .expect("an mbuf of the graph's mempool");
-                cx.pool_mut().adopt(bi);
-                self.full += 1;
-                cx.drop_buffer(bi, DpdkTxError::QueueFull);
+            cx.pool_mut().release(bi);
+            q.burst[q.len] = m as usize;
+            q.len += 1;
+            if q.len == BURST_MAX {
+                self.flush(cx, qi);
+            }
+        }
+        for qi in 0..self.queues.len() {
+            if self.queues[qi].len > 0 {
+                self.flush(cx, qi);
             }
         }
         frame.clear();

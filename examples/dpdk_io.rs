@@ -1,0 +1,122 @@
+//! DPDK io forwarding through a pktvec graph (rx node → tx node, nothing in between): the
+//! cost per packet of our rx and tx nodes, to set against `dpdk-testpmd --forward-mode=io`
+//! on the same virtual devices. Needs `--features dpdk`.
+//!
+//! ```sh
+//! cargo run --release --features dpdk --example dpdk_io -- -n 20000000 \
+//!     --eal "--no-huge -m 1024 --no-pci -l 0 --vdev=net_pcap0,rx_pcap=in.pcap,infinite_rx=1"
+//! ```
+//! Every port is polled on rx queue 0 and forwards to the next port (port i → port i+1 mod
+//! n, testpmd's default "paired" topology for one or two ports).
+
+use clap::Parser;
+use pktvec::graph::{GraphBuilder, GraphConfig};
+use pktvec::io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(about = "io forwarding between DPDK ports through a pktvec graph")]
+struct Cli {
+    /// EAL arguments.
+    #[arg(long, allow_hyphen_values = true)]
+    eal: String,
+    /// Packets to forward (in all).
+    #[arg(long, short = 'n', default_value_t = 10_000_000)]
+    packets: u64,
+    /// Vector size (= rx burst size; testpmd's default burst is 32).
+    #[arg(long, default_value_t = 256)]
+    vector_size: usize,
+    /// Mbufs in the mempool.
+    #[arg(long, default_value_t = 65536)]
+    mbufs: u32,
+    /// Print the statistics as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    let eal = Eal::init(&cli.eal)?;
+    let ids = eal.ports();
+    if ids.is_empty() {
+        return Err("no DPDK port: add --vdev=...".into());
+    }
+    let mempool = Mempool::new(&eal, cli.mbufs, 2048)?;
+    let ports = ids
+        .iter()
+        .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut b = GraphBuilder::new(GraphConfig {
+        vector_size: cli.vector_size,
+        ..GraphConfig::default()
+    });
+    let per_port = cli.packets.div_ceil(ports.len() as u64);
+    for (i, p) in ports.iter().enumerate() {
+        let out = &ports[(i + 1) % ports.len()];
+        let (rx, tx) = (format!("{}-rx", p.name()), format!("{}-tx", out.name()));
+        b.add(&rx, DpdkRx::new(p, 0).with_limit(per_port))
+            .add(&tx, DpdkTx::new(out, 0))
+            .set_next(&rx, DpdkRxNext::Out, &tx);
+    }
+    let mut g = b.build(mempool.buffer_pool()?)?;
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let mut done = 0u64;
+    let mut idle = 0u32;
+    loop {
+        let n = g.run_once();
+        done += n;
+        idle = if n == 0 { idle + 1 } else { 0 };
+        // Stop at the packet count, or when the ports have been quiet for 100k polls (a
+        // finite capture is over).
+        if done >= per_port * ports.len() as u64 || idle >= 100_000 {
+            break;
+        }
+        if last.elapsed().as_secs_f64() >= 1.0 {
+            last = Instant::now();
+            eprintln!(
+                "dpdk_io: {done:>12} / {} packets, {:.2} Mpps",
+                cli.packets,
+                done as f64 / start.elapsed().as_secs_f64() / 1e6
+            );
+        }
+    }
+    g.run_until_idle();
+    let secs = start.elapsed().as_secs_f64();
+    let rt = g.runtime();
+    let c = g.conservation();
+    let stats: Vec<_> = ports
+        .iter()
+        .map(|p| (p.name().to_string(), p.stats()))
+        .collect();
+    let node_cycles: u64 = rt.rows.iter().map(|r| r.cycles).sum();
+    let cpp = node_cycles as f64 / done.max(1) as f64;
+    if cli.json {
+        let v = serde_json::json!({
+            "packets": done, "seconds": secs, "mpps": done as f64 / secs / 1e6,
+            "cycles_per_packet_rx_tx": cpp, "runtime": rt, "conservation": c, "ports": stats,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{rt}\n\n{}", g.errors());
+        for (name, s) in &stats {
+            println!("port {name}: {s:?}");
+        }
+        println!(
+            "dpdk_io: {done} packets in {secs:.3} s: {:.2} Mpps; rx+tx nodes {cpp:.1} cycles/packet",
+            done as f64 / secs / 1e6
+        );
+        println!("conservation: {c}");
+    }
+    drop(g);
+    drop(ports);
+    if !c.is_balanced() || mempool.available() != mempool.capacity() {
+        return Err(format!(
+            "lost packets or mbufs: {c}; mempool {} of {} free",
+            mempool.available(),
+            mempool.capacity()
+        )
+        .into());
+    }
+    Ok(())
+}
