@@ -16,14 +16,17 @@
 //!   so next-hop ids go up to [`MAX_NEXT_HOP`] = 2^26 − 1 (rte_lpm: 2^24 − 1) and the
 //!   prefix depth needed by add/delete lives in the entry itself, as in rte_lpm.
 //! * **Read path (what lookups read).** The master's first level cut into 2^18 quarters
-//!   of 64 /24 slots, each a 16-byte entry: a 64-bit bitmap of where runs of equal slots
-//!   start, and the base of the runs' values in a pool (or the value itself when the
-//!   quarter is one run). A lookup reads one entry, ranks the slot with one `popcnt` and
-//!   reads one value (none for single-run quarters); a /24 with longer prefixes points to
-//!   its master group. The read path of a 1M-prefix BGP table is 8–13 MiB instead of the
-//!   master's 64 MiB, which is what makes a random lookup cheap: see
-//!   `docs/results/lookup-ipv4.md`. The vector lookups stage a sub-batch (prefetch every
-//!   entry, rank every key and prefetch every value, read the values).
+//!   of 64 /24 slots. Each quarter has a 4-byte directory entry (1 MiB in all): the value
+//!   itself when the quarter is one run of equal slots, else the offset of a *record*: a
+//!   64-bit bitmap of where runs start followed by the runs' values, packed so that a
+//!   record of up to 14 runs sits in one cache line. A lookup reads the directory entry,
+//!   ranks the slot with one `popcnt` and reads the value next to the bitmap (usually the
+//!   same line); a /24 with longer prefixes points to its master group. The read path of a
+//!   1M-prefix BGP table is 6–13 MiB instead of the master's 64 MiB, and a random lookup
+//!   makes one far access plus one into the 1 MiB directory: see
+//!   `docs/results/lookup-ipv4.md`. The vector lookups stage a sub-batch (read every
+//!   directory entry and prefetch its record, rank every key and prefetch every value,
+//!   read the values).
 //!
 //! # Memory
 //!
@@ -32,8 +35,9 @@
 //!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups); a real
 //!   900k-prefix BGP table uses about 450–1,100 groups; the worst case (every prefix a
 //!   /25../32 in its own /24) needs one group per prefix: raise `max_groups` (up to 2^24);
-//! * read path: 4 MiB of quarter entries plus 4 B per run (address space for 2^24 runs is
-//!   reserved, committed as used; tables up to 8M prefixes always fit), advised to use
+//! * read path: 1 MiB of directory entries plus 8 B per multi-run quarter and 4 B per run,
+//!   and the padding that keeps short records within a line (address space for 2^26 words
+//!   is reserved, committed as used; tables of several million prefixes fit), advised to use
 //!   transparent huge pages ([`Lpm4Config::huge_pages`]);
 //! * the control-plane rule set (what `delete` needs to find the replacement route):
 //!   one hash map per prefix length, about 16 B per prefix.
@@ -53,9 +57,10 @@
 //!   to it is published (`Release`/`Acquire`); a reader that followed a first-level entry
 //!   into a group re-reads the first-level entry afterwards and starts over if it changed
 //!   (freed groups are also reused only after [`REUSE_QUARANTINE`] later frees);
-//! * **read path:** a quarter's two words cannot be stored atomically together, so the
-//!   writer changes the read path only inside a *write window* of a sequence counter (odd
-//!   while open), after the master is updated. A lookup (or a whole vector) notes the
+//! * **read path:** a record is written before the directory entry pointing to it, but a
+//!   freed record can be reused while a reader still reads it, so the writer changes the
+//!   read path only inside a *write window* of a sequence counter (odd while open), after
+//!   the master is updated. A lookup (or a whole vector) notes the
 //!   counter before and checks it after; if a window was open or overlapped, it answers from
 //!   the master instead. Readers never wait for the writer.
 //!
@@ -392,13 +397,13 @@ impl Lpm4 {
             + self.segments.len() * std::mem::size_of::<OnceLock<Box<[AtomicU32; SEG_ENTRIES]>>>()
     }
 
-    /// Bytes the lookups read: the compressed read path in use (chunk entries, bitmaps
-    /// and run values) plus the second-level groups (see the [module docs](self)).
+    /// Bytes the lookups read: the compressed read path in use (directory, records and
+    /// their line padding) plus the second-level groups (see the [module docs](self)).
     ///
     /// ```
     /// use pktvec_lookup::{ipv4::Lpm4, routes::generate_ipv4};
     /// let lpm = Lpm4::from_routes(Default::default(), &generate_ipv4(10_000, 1))?;
-    /// assert!(lpm.read_path_bytes() < 5 << 20); // 4 MiB of quarter entries + runs
+    /// assert!(lpm.read_path_bytes() < 2 << 20); // 1 MiB of directory + records
     /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
     /// ```
     pub fn read_path_bytes(&self) -> usize {
@@ -496,8 +501,8 @@ impl Lpm4 {
         self.lookup_vector_dir24(keys, out, 16);
     }
 
-    /// The first phase of a two-phase lookup: reads the key's chunk entry (a 512 KiB
-    /// array that stays in L2) and prefetches its bitmap word. Call it for a sub-batch of
+    /// The first phase of a two-phase lookup: prefetches the key's directory entry (a
+    /// 1 MiB array). Call it for a sub-batch of
     /// keys, then [`lookup`](Self::lookup) each.
     ///
     /// ```
@@ -593,8 +598,8 @@ impl Lpm4 {
     }
 
     /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
-    /// `1..=256`): for each sub-batch, (1) read every key's chunk entry and prefetch its
-    /// bitmap word, (2) rank every key and prefetch its value, (3) read the values (the
+    /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
+    /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read the values (the
     /// rare keys whose /24 holds longer prefixes read one more entry). Processes
     /// `min(keys.len(), out.len())` keys.
     ///
@@ -612,8 +617,8 @@ impl Lpm4 {
         let n = keys.len().min(out.len());
         let (keys, out) = (&keys[..n], &mut out[..n]);
         if let Some(g) = self.fast.begin() {
-            for (kc, oc) in keys.chunks(b).zip(out.chunks_mut(b)) {
-                if self.fast.values_staged(kc, oc) {
+            for (kc, oc) in keys.chunks(256).zip(out.chunks_mut(256)) {
+                if self.fast.values_staged(kc, oc, b) {
                     for (k, o) in kc.iter().zip(oc.iter_mut()) {
                         if *o != MISS && *o >= GROUP {
                             *o = self.resolve_group(*k, *o);
@@ -629,7 +634,7 @@ impl Lpm4 {
     }
 
     /// Software-pipelined vector lookup, [`MISS`] for no route: at step `i` it reads the
-    /// chunk entry of key `i + 2d` and prefetches its bitmap word, ranks key `i + d` and
+    /// directory entry of key `i + 2d` and prefetches its record, ranks key `i + d` and
     /// prefetches its value, and answers key `i` (`d` clamped to `1..=32`). Processes
     /// `min(keys.len(), out.len())` keys.
     ///

@@ -1,40 +1,44 @@
 //! The read path of [`Lpm4`](super::Lpm4): the DIR-24-8 first level (2^24 /24 slots,
-//! 64 MiB) compressed into 64-slot run bitmaps, so that a 1M-prefix table is read from
-//! about 4–10 MiB instead of 64.
+//! 64 MiB) compressed into 64-slot run bitmaps kept next to their run values, so that a
+//! random lookup makes one far memory access (plus one into a 1 MiB directory) instead
+//! of the two far accesses of a bitmap array and a separate values pool.
 //!
 //! # Layout
 //!
 //! The 2^24 /24 slots are cut into 2^18 *quarters* of 64 slots (one per /18). Equal
-//! neighbouring slots form *runs*. A quarter is one 16-byte entry (four per cache line,
-//! 4 MiB in all):
+//! neighbouring slots form *runs*. Each quarter has a 4-byte *directory* entry (1 MiB in
+//! all, which mostly stays in L2/L3 and within the TLB's reach):
 //!
-//! * `bits`: a 64-bit bitmap with bit `s` set where a run starts (bit 0 always set);
-//! * `base`: where the quarter's run values start in the values pool, one `u32` per run.
+//! * bit 31 clear: the quarter is one run and the entry is its value (no second access);
+//! * bit 31 set ([`REC`]): the rest is the word offset of the quarter's *record* in a
+//!   pool of `u32` words: the 64-bit run-start bitmap (bit `s` set where a run starts, two
+//!   words) followed by one value per run. A record of up to 14 runs (64 bytes) never
+//!   straddles a cache line, so the bitmap and the value are usually one line.
 //!
-//! The value for key `k` is `values[base + popcount(bits << (63 − s)) − 1]` with
-//! `s = (k >> 8) & 63`: one 16-byte entry, one `popcnt`, one value. A value is a next hop,
-//! [`NO_ROUTE`], or `GROUP | g`, a pointer to the DIR-24-8 master's second-level group `g`
-//! (for a /24 holding longer prefixes), read with `k & 255`.
+//! The value for key `k` in a record at `r` is `pool[r + 1 + popcount(bits << (63 − s))]`
+//! with `s = (k >> 8) & 63`: one `popcnt`, and usually no second cache miss. A value is a
+//! next hop, [`NO_ROUTE`], or `GROUP | g`, a pointer to the DIR-24-8 master's second-level
+//! group `g` (for a /24 holding longer prefixes), read with `k & 255`.
 //!
 //! # Updates: a sequence counter, with the master as the fallback
 //!
-//! A quarter's two fields cannot be stored in one atomic instruction, so the writer (under
-//! [`Lpm4`](super::Lpm4)'s mutex) makes every change to this structure inside a *write
-//! window*: it makes the sequence counter odd, writes the run values and entries, and makes
-//! it even again. A reader notes the counter before a lookup (or a whole vector) and checks
-//! it after (`Acquire` fences, seqlock style); if a window was open or overlapped, it
-//! answers from the DIR-24-8 master instead, whose entries are each one atomic store of a
-//! valid answer. So readers never wait for the writer and never use a half-written quarter.
-//! The master is updated before the window opens, so either path gives the old or the new
-//! answer.
+//! A record is fully written before the directory entry pointing to it is stored (one
+//! atomic store), but a freed record can be reused for another quarter while a reader
+//! still reads it, so the writer (under [`Lpm4`](super::Lpm4)'s mutex) makes every change
+//! to this structure inside a *write window*: it makes the sequence counter odd, writes the
+//! records and directory entries, and makes it even again. A reader notes the counter
+//! before a lookup (or a whole vector) and checks it after (`Acquire` fences, seqlock
+//! style); if a window was open or overlapped, it answers from the DIR-24-8 master instead,
+//! whose entries are each one atomic store of a valid answer. So readers never wait for the
+//! writer and never use a half-written or reused record. The master is updated before the
+//! window opens, so either path gives the old or the new answer.
 //!
 //! # Capacity
 //!
-//! The values pool is reserved up front (2^24 entries, 64 MiB of address space) but
-//! zero-filled lazily by the OS: only what is used is committed. Freed regions are kept on
-//! exact-size free lists and reused first. Every prefix adds at most two runs, so a table of
-//! up to 8M prefixes always fits; [`Compressed::room_for`] refuses an update that might
-//! not.
+//! The pool is reserved up front (2^26 words, 256 MiB of address space) but zero-filled
+//! lazily by the OS: only what is used is committed. Freed records are kept on exact-size
+//! free lists and reused first. Every prefix adds at most two runs, so a table of several
+//! million prefixes fits; [`Compressed::room_for`] refuses an update that might not.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
@@ -42,49 +46,49 @@ use pktvec_packet::mem::advise_hugepages;
 use pktvec_packet::prefetch::prefetch_read;
 
 /// Value bit marking a pointer to a DIR-24-8 second-level group.
-pub(super) const GROUP: u32 = 1 << 31;
+pub(super) const GROUP: u32 = 1 << 30;
 /// Value meaning "no route" (above every next hop, below [`GROUP`]).
 pub(super) const NO_ROUTE: u32 = GROUP - 1;
+/// Directory-entry bit: the rest is a record offset, not a value.
+const REC: u32 = 1 << 31;
 /// What the staged lookup answers for "no route" (`ipv4::MISS`).
 const MISS_OUT: u32 = u32::MAX;
 
 /// Number of 64-slot quarters (one per /18).
 pub(super) const QUARTERS: usize = 1 << 18;
-/// Values-pool entries that can be handed out.
-const MAX_VALUES: u32 = 1 << 24;
-/// Length of the values array: a power of two above every index a lookup can form
-/// (base < 2^24, rank ≤ 64), so masking proves bounds.
-const VALS_LEN: usize = 1 << 25;
+/// Length of the pool in words: a power of two, so masking an index proves bounds.
+const POOL_LEN: usize = 1 << 26;
+/// Pool words that can be handed out (every record ends below this, so `r + 1 + 64`
+/// stays in bounds without masking for valid records).
+const MAX_WORDS: u32 = (POOL_LEN - 128) as u32;
+/// Words per cache line.
+const LINE: u32 = 16;
 
-/// One quarter: run-start bitmap and the base of its run values.
-#[derive(bytemuck::Zeroable)]
-#[repr(C, align(16))]
-struct Quarter {
-    bits: AtomicU64,
-    base: AtomicU32,
-    /// The value itself when the quarter is one run (`bits == 1`): no second access.
-    inline: AtomicU32,
-}
-
-/// Why a quarter could not be rebuilt: the values pool is exhausted.
+/// Why a quarter could not be rebuilt: the pool is exhausted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct PoolFull;
 
-/// Writer-side allocation state of the values pool.
+/// Writer-side allocation state of the pool.
 #[derive(Debug)]
 pub(super) struct Alloc {
-    /// (base, runs) of each quarter's region; runs 0 = single run, value inline.
+    /// (record offset, runs) of each quarter; runs 0 = single run, value in the directory.
     placement: Vec<(u32, u8)>,
     fresh: u32,
-    /// free[n]: freed regions of `n` values.
+    /// free[n]: freed records of `n` runs.
     free: Vec<Vec<u32>>,
-    live_values: u64,
+    /// Words in live records.
+    live_words: u64,
+    /// Words skipped so that short records do not straddle a cache line, and not yet
+    /// reused.
+    pad_words: u64,
+    /// holes[n]: unused runs of `n` words at the end of a line (`n < LINE`).
+    holes: Vec<Vec<u32>>,
 }
 
 /// The compressed read structure (see the [module docs](self)).
 pub(super) struct Compressed {
-    quarters: Box<[Quarter; QUARTERS]>,
-    vals: Box<[AtomicU32; VALS_LEN]>,
+    dir: Box<[AtomicU32; QUARTERS]>,
+    pool: Box<[AtomicU32; POOL_LEN]>,
     seq: AtomicU64,
 }
 
@@ -106,71 +110,77 @@ fn quarter_of(key: u32) -> usize {
     (key >> 14) as usize
 }
 
-/// Values-pool index of the key's run: base + (runs started at slots 0..=s) − 1; for a
-/// single-run quarter (base 0) that is entry 0, which every lookup keeps in L1.
+/// The record offset of directory entry `e`, 0 (a dummy record: bitmap 1, always in L1)
+/// for a single-run quarter; branch-free.
 #[inline(always)]
-fn value_index(bits: u64, base: u32, key: u32) -> usize {
-    let shift = !(key >> 8) & 63; // 63 − s
-    let rank = (bits << shift).count_ones();
-    (base.wrapping_add(rank).wrapping_sub(1)) as usize & (VALS_LEN - 1)
+fn record_of(e: u32) -> usize {
+    let is_rec = ((e as i32) >> 31) as u32; // all ones if REC is set
+    (e & !REC & is_rec) as usize
 }
 
-/// The answer given a quarter's `bits`, its inline value and the loaded pool value
-/// (branch-free select).
+/// Pool index of the key's run value in the record at `r` with run bitmap `bits`:
+/// r + 2 + (runs started at slots 0..=s) − 1.
 #[inline(always)]
-fn select(bits: u64, inline: u32, pooled: u32) -> u32 {
-    if bits == 1 {
-        inline
-    } else {
-        pooled
-    }
+fn value_index(bits: u64, r: usize, key: u32) -> usize {
+    let shift = !(key >> 8) & 63; // 63 − s
+    let rank = (bits << shift).count_ones() as usize;
+    (r + 1 + rank) & (POOL_LEN - 1)
+}
+
+/// Words of a record of `runs` runs (bitmap + values, rounded up to 8 bytes).
+fn record_words(runs: u32) -> u32 {
+    2 + runs
 }
 
 impl Compressed {
-    /// Every quarter a single run of "no route" (all sharing value 0); also returns whether
-    /// the arrays were advised to use transparent huge pages.
+    /// Every quarter a single run of "no route"; also returns whether the arrays were
+    /// advised to use transparent huge pages.
     pub(super) fn new(huge_pages: bool) -> (Self, Alloc, bool) {
-        let (quarters, a1) = zeroed_array::<Quarter, QUARTERS>(huge_pages);
-        let (vals, a2) = zeroed_array(huge_pages);
+        let (dir, a1) = zeroed_array::<AtomicU32, QUARTERS>(huge_pages);
+        let (pool, a2) = zeroed_array(huge_pages);
         let c = Compressed {
-            quarters,
-            vals,
+            dir,
+            pool,
             seq: AtomicU64::new(0),
         };
-        c.vals[0].store(NO_ROUTE, Ordering::Relaxed);
-        for q in c.quarters.iter() {
-            q.bits.store(1, Ordering::Relaxed);
-            q.inline.store(NO_ROUTE, Ordering::Relaxed);
+        // The dummy record at 0 that single-run quarters rank in: bitmap 1.
+        c.pool[0].store(1, Ordering::Relaxed);
+        c.pool[2].store(NO_ROUTE, Ordering::Relaxed);
+        for d in c.dir.iter() {
+            d.store(NO_ROUTE, Ordering::Relaxed);
         }
         let alloc = Alloc {
             placement: vec![(0, 0); QUARTERS],
-            fresh: 1,
+            fresh: LINE,
             free: (0..=64).map(|_| Vec::new()).collect(),
-            live_values: 1,
+            live_words: 0,
+            pad_words: 0,
+            holes: (0..=LINE).map(|_| Vec::new()).collect(),
         };
         (c, alloc, a1 || a2)
     }
 
-    /// Bytes the lookups can read: the quarter entries and the run values in use.
+    /// Bytes the lookups can read: the directory, the live records and the padding that
+    /// keeps short records within a cache line.
     pub(super) fn memory_bytes(alloc: &Alloc) -> usize {
-        QUARTERS * 16 + alloc.live_values as usize * 4
+        QUARTERS * 4 + (LINE as usize + (alloc.live_words + alloc.pad_words) as usize) * 4
     }
 
-    /// Committed bytes: the quarter entries and the values pool's high-water mark.
+    /// Committed bytes: the directory and the pool's high-water mark.
     pub(super) fn committed_bytes(alloc: &Alloc) -> usize {
-        QUARTERS * 16 + alloc.fresh as usize * 4
+        QUARTERS * 4 + alloc.fresh as usize * 4
     }
 
     /// Whether rebuilding quarters `first..=last` after one update surely finds room in the
-    /// values pool. One update paints a range of slots except those held by longer
-    /// prefixes, i.e. at most `runs + 1` segments, so a quarter ends with at most
-    /// `3 · runs + 2` runs (and never more than 64).
+    /// pool. One update paints a range of slots except those held by longer prefixes, i.e.
+    /// at most `runs + 1` segments, so a quarter ends with at most `3 · runs + 2` runs (and
+    /// never more than 64), plus its bitmap and at most a line of padding.
     pub(super) fn room_for(alloc: &Alloc, first: usize, last: usize) -> bool {
         let need: u64 = alloc.placement[first..=last]
             .iter()
-            .map(|&(_, n)| (3 * u64::from(n.max(1)) + 2).min(64))
+            .map(|&(_, n)| (3 * u64::from(n.max(1)) + 2).min(64) + 3 + u64::from(LINE))
             .sum();
-        u64::from(MAX_VALUES - alloc.fresh) >= need
+        u64::from(MAX_WORDS - alloc.fresh) >= need
     }
 
     /// Opens a write window (the sequence counter becomes odd).
@@ -184,15 +194,39 @@ impl Compressed {
         self.seq.fetch_add(1, Ordering::Release);
     }
 
-    fn take_region(&self, a: &mut Alloc, n: u32) -> Result<u32, PoolFull> {
-        if let Some(r) = a.free[n as usize].pop() {
+    fn take_region(&self, a: &mut Alloc, runs: u32) -> Result<u32, PoolFull> {
+        if let Some(r) = a.free[runs as usize].pop() {
             return Ok(r);
         }
-        if a.fresh + n > MAX_VALUES {
+        let size = record_words(runs);
+        if size <= LINE {
+            // A hole left at the end of a line, the smallest that fits.
+            if let Some(h) = (size..=LINE).find(|&h| !a.holes[h as usize].is_empty()) {
+                let r = a.holes[h as usize].pop().unwrap_or_default();
+                a.pad_words -= u64::from(size);
+                if h - size >= record_words(2) {
+                    a.holes[(h - size) as usize].push(r + size);
+                }
+                return Ok(r);
+            }
+        }
+        let in_line = a.fresh % LINE;
+        // Short records never straddle a line; long ones start one (bitmap and the first
+        // values together). The words skipped become a hole for a later short record.
+        let pad = if (size <= LINE && in_line + size > LINE) || (size > LINE && in_line != 0) {
+            LINE - in_line
+        } else {
+            0
+        };
+        if a.fresh + pad + size > MAX_WORDS {
             return Err(PoolFull);
         }
-        a.fresh += n;
-        Ok(a.fresh - n)
+        if pad > 0 {
+            a.pad_words += u64::from(pad);
+            a.holes[pad as usize].push(a.fresh);
+        }
+        a.fresh += pad + size;
+        Ok(a.fresh - size)
     }
 
     /// Rebuilds quarter `q` from its 64 slot values (each a next hop, [`NO_ROUTE`] or
@@ -206,29 +240,32 @@ impl Compressed {
                 runs += 1;
             }
         }
-        let (base, n) = if runs == 1 {
+        let (r, n) = if runs == 1 {
+            self.dir[q].store(slots[0], Ordering::Release);
             (0, 0)
         } else {
-            (self.take_region(a, runs)?, runs)
-        };
-        if n > 0 {
-            let mut v = base as usize;
+            let r = self.take_region(a, runs)?;
+            let at = r as usize;
+            self.pool[at].store(bits as u32, Ordering::Relaxed);
+            self.pool[at + 1].store((bits >> 32) as u32, Ordering::Relaxed);
+            let mut v = at + 2;
             for (s, &x) in slots.iter().enumerate().take(64) {
                 if bits >> s & 1 == 1 {
-                    self.vals[v].store(x, Ordering::Relaxed);
+                    self.pool[v].store(x, Ordering::Relaxed);
                     v += 1;
                 }
             }
-        }
-        let quarter = &self.quarters[q];
-        quarter.bits.store(bits, Ordering::Relaxed);
-        quarter.base.store(base, Ordering::Relaxed);
-        quarter.inline.store(slots[0], Ordering::Relaxed);
-        let (old_base, old_n) = std::mem::replace(&mut a.placement[q], (base, n as u8));
+            self.dir[q].store(REC | r, Ordering::Release);
+            (r, runs)
+        };
+        let (old_r, old_n) = std::mem::replace(&mut a.placement[q], (r, n as u8));
         if old_n > 0 {
-            a.free[old_n as usize].push(old_base);
+            a.free[old_n as usize].push(old_r);
+            a.live_words -= u64::from(record_words(u32::from(old_n)));
         }
-        a.live_values = a.live_values + u64::from(n) - u64::from(old_n);
+        if n > 0 {
+            a.live_words += u64::from(record_words(n));
+        }
         Ok(())
     }
 
@@ -246,93 +283,113 @@ impl Compressed {
         self.seq.load(Ordering::Relaxed) == g
     }
 
+    /// The run bitmap of the record at `r`.
+    #[inline(always)]
+    fn bits(&self, r: usize) -> u64 {
+        let lo = self.pool[r & (POOL_LEN - 1)].load(Ordering::Relaxed);
+        let hi = self.pool[(r + 1) & (POOL_LEN - 1)].load(Ordering::Relaxed);
+        u64::from(lo) | u64::from(hi) << 32
+    }
+
     /// The stored value for `key` (next hop, [`NO_ROUTE`] or `GROUP | g`).
     #[inline(always)]
     pub(super) fn value(&self, key: u32) -> u32 {
-        let q = &self.quarters[quarter_of(key)];
-        let (bits, base) = (
-            q.bits.load(Ordering::Relaxed),
-            q.base.load(Ordering::Relaxed),
-        );
-        let pooled = self.vals[value_index(bits, base, key)].load(Ordering::Relaxed);
-        select(bits, q.inline.load(Ordering::Relaxed), pooled)
+        let e = self.dir[quarter_of(key)].load(Ordering::Relaxed);
+        if e & REC == 0 {
+            return e;
+        }
+        let r = record_of(e);
+        self.pool[value_index(self.bits(r), r, key)].load(Ordering::Relaxed)
     }
 
-    /// Prefetches the quarter entry of `key`.
+    /// Prefetches the directory entry of `key`.
     #[inline(always)]
     pub(super) fn prefetch(&self, key: u32) {
-        prefetch_read(&self.quarters[quarter_of(key)]);
+        prefetch_read(&self.dir[quarter_of(key)]);
     }
 
-    /// The second stage of a vector lookup for `key`: reads its quarter entry, ranks the
-    /// slot and prefetches the run value. Returns (pool index, inline value), the index
-    /// being `u32::MAX` for a single-run quarter (whose answer is the inline value).
+    /// The first stage of a vector lookup for `key`: reads its directory entry and
+    /// prefetches its record (the dummy record for a single-run quarter).
     #[inline(always)]
-    fn rank(&self, key: u32) -> (u32, u32) {
-        let q = &self.quarters[quarter_of(key)];
-        let bits = q.bits.load(Ordering::Relaxed);
-        let i = value_index(bits, q.base.load(Ordering::Relaxed), key);
-        prefetch_read(&self.vals[i]);
-        let idx = if bits == 1 { u32::MAX } else { i as u32 };
-        (idx, q.inline.load(Ordering::Relaxed))
+    fn stage_dir(&self, key: u32) -> u32 {
+        let e = self.dir[quarter_of(key)].load(Ordering::Relaxed);
+        prefetch_read(&self.pool[record_of(e)]);
+        e
     }
 
-    /// Staged lookup of `keys` (at most 256) into `out`: (1) prefetch every quarter entry,
-    /// (2) rank every key and prefetch its value, (3) read the values. Answers are next
-    /// hops, [`MISS_OUT`] for no route, or `GROUP | g` still to be resolved; returns
-    /// whether any of the latter is present.
+    /// The second stage: ranks `key` in the record of directory entry `e` and prefetches
+    /// the run value; returns its pool index.
     #[inline(always)]
-    pub(super) fn values_staged(&self, keys: &[u32], out: &mut [u32]) -> bool {
+    fn stage_rank(&self, key: u32, e: u32) -> u32 {
+        let r = record_of(e);
+        let i = value_index(self.bits(r), r, key);
+        prefetch_read(&self.pool[i]);
+        i as u32
+    }
+
+    /// The last stage: the answer given directory entry `e` and pool index `i`.
+    #[inline(always)]
+    fn stage_value(&self, e: u32, i: u32) -> u32 {
+        let pooled = self.pool[i as usize & (POOL_LEN - 1)].load(Ordering::Relaxed);
+        if e & REC != 0 {
+            pooled
+        } else {
+            e
+        }
+    }
+
+    /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
+    /// read every directory entry and prefetch the record, (2) rank every key and prefetch
+    /// its value, (3) read the values. Answers are next hops, [`MISS_OUT`] for no route, or
+    /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
+    #[inline(always)]
+    pub(super) fn values_staged(&self, keys: &[u32], out: &mut [u32], b: usize) -> bool {
         let n = keys.len().min(out.len()).min(256);
+        let b = b.clamp(1, 256);
         let (keys, out) = (&keys[..n], &mut out[..n]);
-        for k in keys {
-            prefetch_read(&self.quarters[quarter_of(*k)]);
-        }
-        // Per key: the pool index, or for a single-run quarter !0 and its value in `inl`.
-        let mut inl = [0u32; 256];
-        for ((k, o), v) in keys.iter().zip(out.iter_mut()).zip(inl.iter_mut()) {
-            (*o, *v) = self.rank(*k);
-        }
+        let mut dir = [0u32; 256];
         let mut groups = 0;
-        for (o, v) in out.iter_mut().zip(inl.iter()) {
-            let pooled = self.vals[*o as usize & (VALS_LEN - 1)].load(Ordering::Relaxed);
-            let x = if *o == u32::MAX { *v } else { pooled };
-            groups |= x;
-            *o = if x == NO_ROUTE { MISS_OUT } else { x };
+        for ((kc, oc), ec) in keys.chunks(b).zip(out.chunks_mut(b)).zip(dir.chunks_mut(b)) {
+            for (k, e) in kc.iter().zip(ec.iter_mut()) {
+                *e = self.stage_dir(*k);
+            }
+            for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
+                *o = self.stage_rank(*k, *e);
+            }
+            for (o, e) in oc.iter_mut().zip(ec.iter()) {
+                let x = self.stage_value(*e, *o);
+                groups |= x;
+                *o = if x == NO_ROUTE { MISS_OUT } else { x };
+            }
         }
         groups & GROUP != 0
     }
 
-    /// Software-pipelined lookup of raw values: at step `i` it prefetches the quarter
-    /// entry of key `i + 2d`, ranks key `i + d` and prefetches its value, and reads the
-    /// value of key `i` (`d` clamped to `1..=32`).
+    /// Software-pipelined lookup of raw values: at step `i` it reads the directory entry
+    /// of key `i + 2d` and prefetches its record, ranks key `i + d` and prefetches its
+    /// value, and reads the value of key `i` (`d` clamped to `1..=32`).
     #[inline(always)]
     pub(super) fn values_pipelined(&self, keys: &[u32], out: &mut [u32], d: usize) {
-        const R: usize = 64;
+        const R: usize = 128;
         let d = d.clamp(1, 32);
         let n = keys.len().min(out.len());
         let (keys, out) = (&keys[..n], &mut out[..n]);
+        let mut dir = [0u32; R];
         let mut idx = [0u32; R];
-        let mut inl = [0u32; R];
-        let rank = |j: usize, idx: &mut [u32; R], inl: &mut [u32; R]| {
-            if let Some(&k) = keys.get(j) {
-                (idx[j % R], inl[j % R]) = self.rank(k);
-            }
-        };
-        for k in keys.iter().take(2 * d) {
-            prefetch_read(&self.quarters[quarter_of(*k)]);
+        for (j, k) in keys.iter().enumerate().take(2 * d) {
+            dir[j % R] = self.stage_dir(*k);
         }
-        for j in 0..d {
-            rank(j, &mut idx, &mut inl);
+        for (j, k) in keys.iter().enumerate().take(d) {
+            idx[j % R] = self.stage_rank(*k, dir[j % R]);
         }
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&k) = keys.get(i + 2 * d) {
-                prefetch_read(&self.quarters[quarter_of(k)]);
+                dir[(i + 2 * d) % R] = self.stage_dir(k);
             }
-            rank(i + d, &mut idx, &mut inl);
-            let x = idx[i % R];
-            let pooled = self.vals[x as usize & (VALS_LEN - 1)].load(Ordering::Relaxed);
-            *o = if x == u32::MAX { inl[i % R] } else { pooled };
+            if let Some(&k) = keys.get(i + d) {
+                idx[(i + d) % R] = self.stage_rank(k, dir[(i + d) % R]);
+            }
+            *o = self.stage_value(dir[i % R], idx[i % R]);
         }
     }
 }
