@@ -27,6 +27,11 @@ use crate::context::MAX_SUB_BATCH;
 /// Calls `body(state, i, idx[i])` for every element, four at a time, then two, then one,
 /// calling `prefetch(state, idx[j])` for the elements `distance` ahead (`distance` 0: no
 /// prefetch). Every element is prefetched at most once and never past the end.
+///
+/// Each step takes a group of 4 (2, 1 at the end), prefetches the group `distance` ahead
+/// and runs the body over the group. The body has a single call site, so the compiler
+/// inlines it (with one call site per width, as a C quad/dual/single loop has, a large body
+/// stays an out-of-line call per packet).
 #[inline(always)]
 pub fn quad_loop<S: ?Sized>(
     state: &mut S,
@@ -36,44 +41,30 @@ pub fn quad_loop<S: ?Sized>(
     mut body: impl FnMut(&mut S, usize, u32),
 ) {
     let n = idx.len();
-    let mut i = 0;
     if distance > 0 {
         // Prime: the first `distance` elements are fetched before the loop starts.
         for &x in &idx[..distance.min(n)] {
             prefetch(state, x);
         }
     }
-    while i + 4 <= n {
+    let mut i = 0;
+    while i < n {
+        let w = match n - i {
+            1 => 1,
+            2 | 3 => 2,
+            _ => 4,
+        };
         if distance > 0 {
-            let s = i + distance;
-            for &x in idx.get(s..(s + 4).min(n)).unwrap_or_default() {
+            let s = (i + distance).min(n);
+            let e = (s + w).min(n);
+            for &x in &idx[s..e] {
                 prefetch(state, x);
             }
         }
-        body(state, i, idx[i]);
-        body(state, i + 1, idx[i + 1]);
-        body(state, i + 2, idx[i + 2]);
-        body(state, i + 3, idx[i + 3]);
-        i += 4;
-    }
-    while i + 2 <= n {
-        if distance > 0 {
-            let s = i + distance;
-            for &x in idx.get(s..(s + 2).min(n)).unwrap_or_default() {
-                prefetch(state, x);
-            }
+        for (k, &x) in idx[i..i + w].iter().enumerate() {
+            body(state, i + k, x);
         }
-        body(state, i, idx[i]);
-        body(state, i + 1, idx[i + 1]);
-        i += 2;
-    }
-    if i < n {
-        if distance > 0 {
-            if let Some(&x) = idx.get(i + distance) {
-                prefetch(state, x);
-            }
-        }
-        body(state, i, idx[i]);
+        i += w;
     }
 }
 
