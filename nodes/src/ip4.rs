@@ -358,6 +358,16 @@ pub fn ip4_rewrite_one(
     ip4_rewrite_with(&L2Rewrite::new(adj, EtherType::IPV4), pkt)
 }
 
+/// The header checksum after TTL − 1 (TTL ≥ 1 before): RFC 1624 eqn. 3,
+/// `HC' = ~(~HC + ~m + m')`, where the changed word `m` = TTL·256 + protocol drops by
+/// 0x100, so `~m + m'` is the constant 0xfeff: one add and one end-around carry. Equal to
+/// [`checksum::update_u16`] for every input (tested).
+#[inline(always)]
+fn ttl_decrement_checksum(old: u16) -> u16 {
+    let s = u32::from(!old) + 0xfeff;
+    !((s & 0xffff) + (s >> 16)) as u16
+}
+
 /// Rewrites one packet with a precomputed L2 header: TTL − 1 with the RFC 1624 update of
 /// the checksum, then the header in one copy. A header without options (`0x45`) is edited
 /// through one fixed-size view; others are checked by [`Ipv4Packet::new_checked`] first.
@@ -378,12 +388,7 @@ fn ip4_rewrite_with(
             if ttl <= 1 {
                 return Verdict::Drop(Ip4RewriteError::TtlExpired);
             }
-            let proto = h[9];
-            let c = checksum::update_u16(
-                u16::from_be_bytes([h[10], h[11]]),
-                u16::from_be_bytes([ttl, proto]),
-                u16::from_be_bytes([ttl - 1, proto]),
-            );
+            let c = ttl_decrement_checksum(u16::from_be_bytes([h[10], h[11]]));
             h[8] = ttl - 1;
             h[10..12].copy_from_slice(&c.to_be_bytes());
             true
@@ -487,6 +492,15 @@ mod tests {
             let fast = run(&b, |p| ip4_input_one(&cfg, p));
             let general = run(&b, |p| ip4_input_general(&cfg, p));
             prop_assert_eq!(fast, general);
+        }
+
+        /// The constant-time TTL update equals the general RFC 1624 update.
+        #[test]
+        fn ttl_decrement_checksum_matches_update_u16(c in any::<u16>(), ttl in 1u8..=255, proto in any::<u8>()) {
+            prop_assert_eq!(
+                ttl_decrement_checksum(c),
+                checksum::update_u16(c, u16::from_be_bytes([ttl, proto]), u16::from_be_bytes([ttl - 1, proto]))
+            );
         }
 
         /// The 20-byte checksum test agrees with the RFC 1071 sum.
