@@ -167,7 +167,7 @@ pub fn ip4_input_one(
 pub fn ip4_header_checksum_ok(h: &[u8; 20]) -> bool {
     let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
     let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    pktvec_packet::checksum::fold(s) == 0xffff
+    checksum::fold(s) == 0xffff
 }
 
 /// Headers with options (or a bad first byte): every check through the header view.
