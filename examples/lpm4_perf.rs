@@ -161,6 +161,17 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }),
         ));
     }
+    for b in [64usize, 128, 256] {
+        methods.push((
+            format!("vector-256 lookup_vector_raw_portable b={b}"),
+            true,
+            Box::new(move |k, _, r| {
+                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                    lpm.lookup_vector_raw_portable(k, r, b);
+                }
+            }),
+        ));
+    }
     for d in [4usize, 8, 16] {
         methods.push((
             format!("vector-256 lookup_vector_pipelined d={d}"),

@@ -599,9 +599,12 @@ impl Lpm4 {
 
     /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
     /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
-    /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read the values (the
-    /// rare keys whose /24 holds longer prefixes read one more entry). Processes
-    /// `min(keys.len(), out.len())` keys.
+    /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
+    /// the values (the rare keys whose /24 holds longer prefixes read one more entry).
+    /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
+    /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
+    /// gathers; the answers are those of
+    /// [`lookup_vector_raw_portable`](Self::lookup_vector_raw_portable).
     ///
     /// ```
     /// use pktvec_lookup::ipv4::{Lpm4, MISS};
@@ -613,12 +616,39 @@ impl Lpm4 {
     /// assert_eq!(out, [2, 1, MISS]);
     /// ```
     pub fn lookup_vector_raw(&self, keys: &[u32], out: &mut [u32], b: usize) {
+        self.staged(keys, out, b, true);
+    }
+
+    /// [`lookup_vector_raw`](Self::lookup_vector_raw) without SIMD on any CPU (the
+    /// portable loop that AVX-512-less CPUs run; kept public to compare against).
+    ///
+    /// ```
+    /// use pktvec_lookup::{ipv4::Lpm4, routes::{generate_ipv4, random_ipv4_keys}};
+    /// let lpm = Lpm4::from_routes(Default::default(), &generate_ipv4(10_000, 1))?;
+    /// let keys: Vec<u32> = random_ipv4_keys(256, 2).into_iter().map(u32::from).collect();
+    /// let (mut a, mut b) = (vec![0; 256], vec![0; 256]);
+    /// lpm.lookup_vector_raw(&keys, &mut a, 64);
+    /// lpm.lookup_vector_raw_portable(&keys, &mut b, 64);
+    /// assert_eq!(a, b);
+    /// # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
+    /// ```
+    pub fn lookup_vector_raw_portable(&self, keys: &[u32], out: &mut [u32], b: usize) {
+        self.staged(keys, out, b, false);
+    }
+
+    #[inline(always)]
+    fn staged(&self, keys: &[u32], out: &mut [u32], b: usize, simd: bool) {
         let b = b.clamp(1, 256);
         let n = keys.len().min(out.len());
         let (keys, out) = (&keys[..n], &mut out[..n]);
         if let Some(g) = self.fast.begin() {
             for (kc, oc) in keys.chunks(256).zip(out.chunks_mut(256)) {
-                if self.fast.values_staged(kc, oc, b) {
+                let any_group = if simd {
+                    self.fast.values_staged(kc, oc, b)
+                } else {
+                    self.fast.values_staged_portable(kc, oc, b)
+                };
+                if any_group {
                     for (k, o) in kc.iter().zip(oc.iter_mut()) {
                         if *o != MISS && *o >= GROUP {
                             *o = self.resolve_group(*k, *o);

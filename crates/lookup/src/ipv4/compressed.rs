@@ -58,9 +58,11 @@ const MISS_OUT: u32 = u32::MAX;
 pub(super) const QUARTERS: usize = 1 << 18;
 /// Length of the pool in words: a power of two, so masking an index proves bounds.
 const POOL_LEN: usize = 1 << 26;
-/// Pool words that can be handed out (every record ends below this, so `r + 1 + 64`
-/// stays in bounds without masking for valid records).
-const MAX_WORDS: u32 = (POOL_LEN - 128) as u32;
+/// Pool words that can be handed out: records start below [`REC_MASK`], so a record's
+/// bitmap and values (`r + 1 + 64`) are in bounds for any masked offset.
+const MAX_WORDS: u32 = (POOL_LEN / 2) as u32;
+/// Mask of a record offset in a directory entry.
+const REC_MASK: u32 = MAX_WORDS - 1;
 /// Words per cache line.
 const LINE: u32 = 16;
 
@@ -90,6 +92,8 @@ pub(super) struct Compressed {
     dir: Box<[AtomicU32; QUARTERS]>,
     pool: Box<[AtomicU32; POOL_LEN]>,
     seq: AtomicU64,
+    /// Whether the AVX-512 staged loop can run on this CPU (checked once).
+    avx512: bool,
 }
 
 /// `N` zeroed entries from `alloc_zeroed` (the OS hands out zero pages lazily, so only
@@ -115,7 +119,7 @@ fn quarter_of(key: u32) -> usize {
 #[inline(always)]
 fn record_of(e: u32) -> usize {
     let is_rec = ((e as i32) >> 31) as u32; // all ones if REC is set
-    (e & !REC & is_rec) as usize
+    (e & REC_MASK & is_rec) as usize
 }
 
 /// Pool index of the key's run value in the record at `r` with run bitmap `bits`:
@@ -142,6 +146,7 @@ impl Compressed {
             dir,
             pool,
             seq: AtomicU64::new(0),
+            avx512: avx512::available(),
         };
         // The dummy record at 0 that single-run quarters rank in: bitmap 1.
         c.pool[0].store(1, Ordering::Relaxed);
@@ -342,8 +347,19 @@ impl Compressed {
     /// read every directory entry and prefetch the record, (2) rank every key and prefetch
     /// its value, (3) read the values. Answers are next hops, [`MISS_OUT`] for no route, or
     /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
+    /// Runs the AVX-512 loop where the CPU has it (same answers), else the portable one.
     #[inline(always)]
     pub(super) fn values_staged(&self, keys: &[u32], out: &mut [u32], b: usize) -> bool {
+        if self.avx512 {
+            avx512::values_staged(self, keys, out, b)
+        } else {
+            self.values_staged_portable(keys, out, b)
+        }
+    }
+
+    /// [`values_staged`](Self::values_staged) without SIMD.
+    #[inline(always)]
+    pub(super) fn values_staged_portable(&self, keys: &[u32], out: &mut [u32], b: usize) -> bool {
         let n = keys.len().min(out.len()).min(256);
         let b = b.clamp(1, 256);
         let (keys, out) = (&keys[..n], &mut out[..n]);
@@ -356,13 +372,22 @@ impl Compressed {
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
                 *o = self.stage_rank(*k, *e);
             }
-            for (o, e) in oc.iter_mut().zip(ec.iter()) {
-                let x = self.stage_value(*e, *o);
-                groups |= x;
-                *o = if x == NO_ROUTE { MISS_OUT } else { x };
-            }
+            groups |= Self::stage_values(self, oc, ec);
         }
         groups & GROUP != 0
+    }
+
+    /// The last stage over a sub-batch: `out` holds pool indices on entry and answers on
+    /// exit; returns the OR of the raw values.
+    #[inline(always)]
+    fn stage_values(&self, out: &mut [u32], dir: &[u32]) -> u32 {
+        let mut groups = 0;
+        for (o, e) in out.iter_mut().zip(dir.iter()) {
+            let x = self.stage_value(*e, *o);
+            groups |= x;
+            *o = if x == NO_ROUTE { MISS_OUT } else { x };
+        }
+        groups
     }
 
     /// Software-pipelined lookup of raw values: at step `i` it reads the directory entry
@@ -390,6 +415,234 @@ impl Compressed {
                 idx[(i + d) % R] = self.stage_rank(k, dir[(i + d) % R]);
             }
             *o = self.stage_value(dir[i % R], idx[i % R]);
+        }
+    }
+}
+
+/// The AVX-512 staged loop (16 keys per instruction: `vpgatherdd` of directory entries,
+/// `vpgatherdq` of run bitmaps, `vpsllvq` + `vpopcntq` for the rank, `vpgatherdd` of the
+/// values), selected at run time; its answers equal the portable loop's (a property test
+/// compares them). Built where the compiler has the AVX-512 intrinsics (Rust 1.89, see
+/// `build.rs`), hence the MSRV lint is allowed here.
+#[cfg(all(target_arch = "x86_64", pktvec_avx512))]
+#[allow(clippy::incompatible_msrv)]
+mod avx512 {
+    use super::{Compressed, GROUP, MISS_OUT, NO_ROUTE, POOL_LEN, REC_MASK};
+    use pktvec_packet::prefetch::prefetch_read;
+
+    /// Whether this CPU runs [`values_staged`].
+    pub(super) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+    }
+
+    /// [`Compressed::values_staged`] with AVX-512; only called when [`available`].
+    #[inline(always)]
+    pub(super) fn values_staged(c: &Compressed, keys: &[u32], out: &mut [u32], b: usize) -> bool {
+        // SAFETY: `c.avx512` is set only when `available()` found avx512f and
+        // avx512vpopcntdq on this CPU, which is all `staged` enables.
+        unsafe { staged(c, keys, out, b) }
+    }
+
+    /// Stages 1 and 2 for 16 keys at `keys[i..i + 16]` are vectorised; a sub-batch's
+    /// last `len % 16` keys go through the portable stages.
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn staged(c: &Compressed, keys: &[u32], out: &mut [u32], b: usize) -> bool {
+        use std::arch::x86_64::*;
+        let n = keys.len().min(out.len()).min(256);
+        let b = b.clamp(1, 256);
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        let mut dir = [0u32; 256];
+        let mut rec = [0u32; 256];
+        let dir_base = c.dir.as_ptr().cast::<i32>();
+        let pool = &c.pool;
+        let pool_base = pool.as_ptr().cast::<i32>();
+        let mut groups = 0;
+        let mut start = 0;
+        while start < n {
+            let end = (start + b).min(n);
+            let vec_end = start + (end - start) / 16 * 16;
+            // (1) directory entries, record offsets; prefetch the records.
+            let mut i = start;
+            while i < vec_end {
+                // SAFETY: `i + 16 <= vec_end <= n <= keys.len()`, so the unaligned 64-byte
+                // load reads 16 in-bounds keys.
+                let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
+                let q = _mm512_srli_epi32::<14>(k);
+                // SAFETY: every lane is `key >> 14 < 2^18 = QUARTERS`, an in-bounds index
+                // of the directory (4-byte elements, scale 4). The words are `AtomicU32`s
+                // that the writer may store concurrently: each aligned lane is read in one
+                // access, and any value read is only used if the reader's sequence check
+                // later finds no write window (as for the portable path's atomic loads).
+                let e = unsafe { _mm512_i32gather_epi32::<4>(q, dir_base) };
+                let is_rec = _mm512_srai_epi32::<31>(e);
+                let r = _mm512_and_si512(
+                    _mm512_and_si512(e, is_rec),
+                    _mm512_set1_epi32(REC_MASK as i32),
+                );
+                // SAFETY: `i + 16 <= 256`: both stores are in bounds of the local arrays.
+                unsafe {
+                    _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
+                    _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
+                }
+                for &r in &rec[i..i + 16] {
+                    prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
+                }
+                i += 16;
+            }
+            for j in vec_end..end {
+                dir[j] = c.stage_dir(keys[j]);
+            }
+            // (2) rank: bitmap << (63 - s), popcount; prefetch the values.
+            let mut i = start;
+            while i < vec_end {
+                // SAFETY: in bounds as in stage (1).
+                let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
+                // SAFETY: `i + 16 <= 256`.
+                let r = unsafe { _mm512_loadu_si512(rec.as_ptr().add(i).cast()) };
+                let sh = _mm512_andnot_si512(_mm512_srli_epi32::<8>(k), _mm512_set1_epi32(63));
+                let r_lo = _mm512_castsi512_si256(r);
+                let r_hi = _mm512_extracti64x4_epi64::<1>(r);
+                // SAFETY: a record offset is masked to `REC_MASK < POOL_LEN / 2`, so the
+                // 8-byte load at words `r, r + 1` is in the pool; concurrent stores are
+                // handled by the sequence check as in stage (1).
+                let (b_lo, b_hi) = unsafe {
+                    (
+                        _mm512_i32gather_epi64::<4>(r_lo, pool_base.cast::<i64>()),
+                        _mm512_i32gather_epi64::<4>(r_hi, pool_base.cast::<i64>()),
+                    )
+                };
+                let s_lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(sh));
+                let s_hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(sh));
+                let rank_lo = _mm512_popcnt_epi64(_mm512_sllv_epi64(b_lo, s_lo));
+                let rank_hi = _mm512_popcnt_epi64(_mm512_sllv_epi64(b_hi, s_hi));
+                let idx = _mm512_inserti64x4::<1>(
+                    _mm512_castsi256_si512(_mm512_cvtepi64_epi32(rank_lo)),
+                    _mm512_cvtepi64_epi32(rank_hi),
+                );
+                let idx = _mm512_and_si512(
+                    _mm512_add_epi32(_mm512_add_epi32(idx, r), _mm512_set1_epi32(1)),
+                    _mm512_set1_epi32((POOL_LEN - 1) as i32),
+                );
+                // SAFETY: `i + 16 <= vec_end <= out.len()`.
+                unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), idx) };
+                for &x in &out[i..i + 16] {
+                    prefetch_read(&pool[x as usize & (POOL_LEN - 1)]);
+                }
+                i += 16;
+            }
+            for j in vec_end..end {
+                out[j] = c.stage_rank(keys[j], dir[j]);
+            }
+            // (3) values: the pool value for records, the directory entry otherwise.
+            let mut acc = _mm512_setzero_si512();
+            let mut i = start;
+            while i < vec_end {
+                // SAFETY: `i + 16 <= vec_end <= out.len() <= 256`.
+                let (idx, e) = unsafe {
+                    (
+                        _mm512_loadu_si512(out.as_ptr().add(i).cast()),
+                        _mm512_loadu_si512(dir.as_ptr().add(i).cast()),
+                    )
+                };
+                // SAFETY: indices are masked to `POOL_LEN - 1`; concurrent stores are
+                // handled by the sequence check as in stage (1).
+                let pooled = unsafe { _mm512_i32gather_epi32::<4>(idx, pool_base) };
+                let is_rec = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
+                let x = _mm512_mask_blend_epi32(is_rec, e, pooled);
+                acc = _mm512_or_si512(acc, x);
+                let none = _mm512_cmpeq_epi32_mask(x, _mm512_set1_epi32(NO_ROUTE as i32));
+                let x = _mm512_mask_mov_epi32(x, none, _mm512_set1_epi32(MISS_OUT as i32));
+                // SAFETY: as for the load above.
+                unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), x) };
+                i += 16;
+            }
+            groups |= _mm512_reduce_or_epi32(acc) as u32;
+            groups |= c.stage_values(&mut out[vec_end..end], &dir[vec_end..end]);
+            start = end;
+        }
+        groups & GROUP != 0
+    }
+}
+
+/// Without the AVX-512 intrinsics: the portable loop only.
+#[cfg(not(all(target_arch = "x86_64", pktvec_avx512)))]
+mod avx512 {
+    use super::Compressed;
+
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    #[inline(always)]
+    pub(super) fn values_staged(c: &Compressed, keys: &[u32], out: &mut [u32], b: usize) -> bool {
+        c.values_staged_portable(keys, out, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A small splitmix64 stream.
+    fn rng(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// The AVX-512 staged loop (where this CPU has it) and the portable one give the
+        /// same answers and group flag, over random quarters (1..64 runs of next hops,
+        /// "no route" and group pointers, rebuilt several times so records are freed and
+        /// reused), random keys and sub-batch sizes.
+        #[test]
+        fn avx512_matches_portable(seed in any::<u64>(), n in 0usize..=256, b in 1usize..=256) {
+            let (c, mut a, _) = Compressed::new(false);
+            let mut next = rng(seed);
+            let mut touched = Vec::new();
+            c.begin_write();
+            for _ in 0..600 {
+                let q = (next() % 4096) as usize * 64 + (next() % 64) as usize;
+                let mut slots = [0u32; 64];
+                let breaks = next() % 64;
+                let mut v = 0;
+                for (s, x) in slots.iter_mut().enumerate() {
+                    if s == 0 || next() % 64 < breaks {
+                        v = match next() % 8 {
+                            0 => NO_ROUTE,
+                            1 => GROUP | (next() as u32 & 0xff_ffff),
+                            _ => next() as u32 & ((1 << 26) - 1),
+                        };
+                    }
+                    *x = v;
+                }
+                c.publish(&mut a, q, &slots).expect("room");
+                touched.push(q);
+            }
+            c.end_write();
+            let keys: Vec<u32> = (0..n)
+                .map(|i| {
+                    let r = next() as u32;
+                    if i % 4 == 3 { r } else { ((touched[r as usize % touched.len()] as u32) << 14) | (r & 0x3fff) }
+                })
+                .collect();
+            let (mut x, mut y) = (vec![0u32; n], vec![0u32; n]);
+            let gx = c.values_staged(&keys, &mut x, b);
+            let gy = c.values_staged_portable(&keys, &mut y, b);
+            prop_assert_eq!(&x, &y);
+            prop_assert_eq!(gx, gy);
+            for (k, v) in keys.iter().zip(&y) {
+                let want = c.value(*k);
+                prop_assert_eq!(*v, if want == NO_ROUTE { MISS_OUT } else { want });
+            }
         }
     }
 }
