@@ -106,7 +106,7 @@ fn generate(args: &[String]) -> Result<bindgen::Bindings, bindgen::BindgenError>
         .allowlist_function("rte_mempool_(free|avail_count|in_use_count|lookup|obj_iter|mem_iter|create_empty|populate_default|set_ops_byname)")
         .allowlist_function("rte_strerror|rte_socket_id|rte_lcore_count|rte_get_main_lcore")
         .allowlist_function("pktvec_.*")
-        .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_ether_addr|rte_mempool_memhdr")
+        .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_ether_addr|rte_mempool_memhdr|rte_pktmbuf_pool_private")
         .allowlist_var("RTE_PKTMBUF_HEADROOM|RTE_MBUF_DEFAULT_.*|RTE_MAX_ETHPORTS|RTE_ETH_.*|RTE_ETHER_.*|RTE_MEMPOOL_.*|SOCKET_ID_ANY")
         .default_enum_style(bindgen::EnumVariation::Consts)
         .derive_default(true)

@@ -1485,6 +1485,13 @@ impl Default for rte_mbuf_ext_shared_info {
         }
     }
 }
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct rte_pktmbuf_pool_private {
+    pub mbuf_data_room_size: u16,
+    pub mbuf_priv_size: u16,
+    pub flags: u32,
+}
 unsafe extern "C" {
     pub fn rte_pktmbuf_init(
         mp: *mut rte_mempool,

@@ -118,10 +118,106 @@ unsafe extern "C" fn collect_obj(
     v.push(obj as usize);
 }
 
+/// Creates a pool the standard way (`rte_pktmbuf_pool_create`).
+fn create_standard(name: &CString, mbufs: u32, cache: u32, room: u16) -> *mut sys::rte_mempool {
+    // SAFETY: valid name; sizes checked by the caller; DPDK returns a pool or NULL.
+    unsafe {
+        sys::rte_pktmbuf_pool_create(name.as_ptr(), mbufs, cache, 0, room, sys::SOCKET_ID_ANY)
+    }
+}
+
+/// Creates a pool whose objects may cross page boundaries (`RTE_MEMPOOL_F_NO_IOVA_CONTIG`),
+/// so that DPDK lays it out in one memory chunk even where it would otherwise start a new
+/// chunk at every 4 KiB page (`--no-huge` with fragmented EAL memory). Fine for virtual
+/// devices and IOVA-as-VA; a NIC with physical addressing needs hugepages instead.
+fn create_unsplit(name: &CString, mbufs: u32, cache: u32, room: u16) -> *mut sys::rte_mempool {
+    let elt = std::mem::size_of::<sys::rte_mbuf>() as u32 + room as u32;
+    let priv_size = std::mem::size_of::<sys::rte_pktmbuf_pool_private>() as u32;
+    // SAFETY: valid name and sizes; every step checks its result and frees the pool on
+    // failure; `private` lives across the call that copies it into the pool.
+    unsafe {
+        let mp = sys::rte_mempool_create_empty(
+            name.as_ptr(),
+            mbufs,
+            elt,
+            cache,
+            priv_size,
+            sys::SOCKET_ID_ANY,
+            sys::RTE_MEMPOOL_F_NO_IOVA_CONTIG,
+        );
+        if mp.is_null() {
+            return mp;
+        }
+        let ops = CString::new("ring_mp_mc").expect("no NUL");
+        let mut private = sys::rte_pktmbuf_pool_private {
+            mbuf_data_room_size: room,
+            mbuf_priv_size: 0,
+            flags: 0,
+        };
+        if sys::rte_mempool_set_ops_byname(mp, ops.as_ptr(), std::ptr::null_mut()) != 0 {
+            sys::rte_mempool_free(mp);
+            return std::ptr::null_mut();
+        }
+        sys::rte_pktmbuf_pool_init(
+            mp,
+            (&mut private as *mut sys::rte_pktmbuf_pool_private).cast(),
+        );
+        if sys::rte_mempool_populate_default(mp) < 0 {
+            sys::rte_mempool_free(mp);
+            return std::ptr::null_mut();
+        }
+        sys::rte_mempool_obj_iter(mp, Some(sys::rte_pktmbuf_init), std::ptr::null_mut());
+        mp
+    }
+}
+
+/// The index layout of a created pool: every object at one stride, buffers at one offset.
+fn layout_of(mp: NonNull<sys::rte_mempool>, mbufs: u32) -> Result<Layout, DpdkError> {
+    let mut objs: Vec<usize> = Vec::with_capacity(mbufs as usize);
+    // SAFETY: `mp` is a populated pool; the callback only appends to `objs`, which
+    // outlives the call.
+    unsafe {
+        sys::rte_mempool_obj_iter(
+            mp.as_ptr(),
+            Some(collect_obj),
+            (&mut objs as *mut Vec<usize>).cast(),
+        )
+    };
+    objs.sort_unstable();
+    if objs.len() != mbufs as usize || objs.len() < 2 {
+        return Err(DpdkError::MempoolLayout(format!(
+            "{} objects for {mbufs} mbufs",
+            objs.len()
+        )));
+    }
+    let stride = objs[1] - objs[0];
+    if objs.windows(2).any(|w| w[1] - w[0] != stride) {
+        return Err(DpdkError::MempoolLayout(
+            "objects are in several memory chunks (give the EAL more memory, -m)".into(),
+        ));
+    }
+    // SAFETY: objs[0] is an mbuf initialised by rte_pktmbuf_init during creation.
+    let (buf_off, buf_len) = unsafe {
+        let m = &*(objs[0] as *const sys::rte_mbuf);
+        (m.buf_addr as usize - objs[0], m.buf_len)
+    };
+    for &o in &objs {
+        // SAFETY: as above, every object is an initialised mbuf.
+        let m = unsafe { &*(o as *const sys::rte_mbuf) };
+        if m.buf_addr as usize != o + buf_off || m.buf_len != buf_len {
+            return Err(DpdkError::MempoolLayout(
+                "mbuf buffers are not at one offset".into(),
+            ));
+        }
+    }
+    Ok(Layout::new(objs[0], stride, mbufs, buf_off, buf_len))
+}
+
 impl Mempool {
     /// Creates a pool of `mbufs` mbufs with `data_room` bytes of packet room each (behind
     /// DPDK's 128-byte headroom) and checks that its objects sit at one stride in one
-    /// memory chunk, which buffer indices need.
+    /// memory chunk, which buffer indices need. If the standard creation splits the pool,
+    /// it is created again with objects allowed to cross pages, in one chunk.
     pub fn new(_eal: &Eal, mbufs: u32, data_room: u16) -> Result<Mempool, DpdkError> {
         let room = data_room
             .checked_add(sys::RTE_PKTMBUF_HEADROOM as u16)
@@ -131,66 +227,31 @@ impl Mempool {
                 "{mbufs} mbufs: at least 64 needed"
             )));
         }
-        let name = format!("pktvec{}", POOLS.fetch_add(1, Ordering::Relaxed));
-        let cname = CString::new(name.clone()).expect("no NUL");
         let cache = 256.min(mbufs / 2);
-        // SAFETY: valid name; sizes checked above; DPDK allocates and returns a pool or NULL.
-        let mp = unsafe {
-            sys::rte_pktmbuf_pool_create(cname.as_ptr(), mbufs, cache, 0, room, sys::SOCKET_ID_ANY)
-        };
-        let mp = NonNull::new(mp).ok_or_else(|| {
-            DpdkError::Mempool(format!(
-                "{mbufs} mbufs of {room} bytes: {} (is the EAL's -m large enough?)",
-                last_error()
-            ))
-        })?;
-        let mut objs: Vec<usize> = Vec::with_capacity(mbufs as usize);
-        // SAFETY: `mp` is a populated pool; the callback only appends to `objs`, which
-        // outlives the call.
-        unsafe {
-            sys::rte_mempool_obj_iter(
-                mp.as_ptr(),
-                Some(collect_obj),
-                (&mut objs as *mut Vec<usize>).cast(),
-            )
-        };
-        let free_pool = |e: DpdkError| {
-            // SAFETY: nothing else has seen this pool yet.
-            unsafe { sys::rte_mempool_free(mp.as_ptr()) };
-            e
-        };
-        objs.sort_unstable();
-        if objs.len() != mbufs as usize || objs.len() < 2 {
-            return Err(free_pool(DpdkError::MempoolLayout(format!(
-                "{} objects for {mbufs} mbufs",
-                objs.len()
-            ))));
-        }
-        let stride = objs[1] - objs[0];
-        if objs.windows(2).any(|w| w[1] - w[0] != stride) {
-            return Err(free_pool(DpdkError::MempoolLayout(
-                "objects are in several memory chunks (try --no-huge, or more contiguous memory)"
-                    .into(),
-            )));
-        }
-        // SAFETY: objs[0] is an mbuf initialised by rte_pktmbuf_init during creation.
-        let (buf_off, buf_len) = unsafe {
-            let m = &*(objs[0] as *const sys::rte_mbuf);
-            (m.buf_addr as usize - objs[0], m.buf_len)
-        };
-        for &o in &objs {
-            // SAFETY: as above, every object is an initialised mbuf.
-            let m = unsafe { &*(o as *const sys::rte_mbuf) };
-            if m.buf_addr as usize != o + buf_off || m.buf_len != buf_len {
-                return Err(free_pool(DpdkError::MempoolLayout(
-                    "mbuf buffers are not at one offset".into(),
+        let mut last = None;
+        for create in [create_standard, create_unsplit] {
+            let name = format!("pktvec{}", POOLS.fetch_add(1, Ordering::Relaxed));
+            let cname = CString::new(name.clone()).expect("no NUL");
+            let Some(mp) = NonNull::new(create(&cname, mbufs, cache, room)) else {
+                return Err(DpdkError::Mempool(format!(
+                    "{mbufs} mbufs of {room} bytes: {} (is the EAL's -m large enough?)",
+                    last_error()
                 )));
+            };
+            match layout_of(mp, mbufs) {
+                Ok(layout) => {
+                    return Ok(Mempool {
+                        inner: Arc::new(MempoolInner { mp, layout, name }),
+                    })
+                }
+                Err(e) => {
+                    // SAFETY: nothing else has seen this pool.
+                    unsafe { sys::rte_mempool_free(mp.as_ptr()) };
+                    last = Some(e);
+                }
             }
         }
-        let layout = Layout::new(objs[0], stride, mbufs, buf_off, buf_len);
-        Ok(Mempool {
-            inner: Arc::new(MempoolInner { mp, layout, name }),
-        })
+        Err(last.expect("two attempts"))
     }
 
     /// The graph's buffer pool over these mbufs (build the graph with it). Its buffers are
