@@ -227,7 +227,8 @@ impl Mempool {
                 "{mbufs} mbufs: at least 64 needed"
             )));
         }
-        let cache = 256.min(mbufs / 2);
+        // The largest per-lcore cache DPDK allows: a burst larger than the cache bypasses it.
+        let cache = 512.min(mbufs / 2);
         let mut last = None;
         for create in [create_standard, create_unsplit] {
             let name = format!("pktvec{}", POOLS.fetch_add(1, Ordering::Relaxed));

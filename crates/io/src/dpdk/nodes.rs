@@ -132,21 +132,39 @@ impl Node for DpdkRx {
         } as usize;
         let pool = cx.pool_mut();
         self.multiseg.clear();
-        for &p in &self.burst[..n] {
-            let m = p as *mut sys::rte_mbuf;
-            let Some(bi) = self.layout.index(m) else {
-                self.foreign += 1;
-                let mut one = m;
-                // SAFETY: the driver handed us this mbuf; freeing it (and its chain) gives it
-                // back to whichever mempool it came from.
-                unsafe { sys::rte_pktmbuf_free_bulk(&mut one, 1) };
+        // Pass 1: mbuf -> buffer index, in place, and prefetch the metadata lines (a separate
+        // array, not in cache like the mbuf headers the driver just wrote).
+        for slot in &mut self.burst[..n] {
+            let m = *slot as *mut sys::rte_mbuf;
+            match self.layout.index(m) {
+                Some(bi) => {
+                    pool.prefetch_meta(bi);
+                    *slot = bi as usize;
+                }
+                None => {
+                    self.foreign += 1;
+                    let mut one = m;
+                    // SAFETY: the driver handed us this mbuf; freeing it (and its chain)
+                    // gives it back to whichever mempool it came from.
+                    unsafe { sys::rte_pktmbuf_free_bulk(&mut one, 1) };
+                    *slot = usize::MAX;
+                }
+            }
+        }
+        // Pass 2: adopt each buffer with the driver's offset and length.
+        for &slot in &self.burst[..n] {
+            if slot == usize::MAX {
                 continue;
-            };
-            // SAFETY: `m` is an mbuf of our mempool that the driver just filled and handed
-            // over; nobody else touches it now.
-            let (off, len) = unsafe {
+            }
+            let bi = slot as u32;
+            let m = self.layout.mbuf(bi);
+            // SAFETY: `m` is an mbuf of our mempool (its index came from the layout) that the
+            // driver just filled and handed over; nobody else touches it now. `next` (second
+            // cache line) is only read when nb_segs says there is a chain.
+            let (off, len, chained) = unsafe {
                 let mb = &mut *m;
-                if mb.nb_segs != 1 || !mb.next.is_null() {
+                let chained = mb.nb_segs != 1;
+                if chained {
                     let mut rest = mb.next;
                     if !rest.is_null() {
                         sys::rte_pktmbuf_free_bulk(&mut rest, 1);
@@ -154,9 +172,8 @@ impl Node for DpdkRx {
                     mb.next = std::ptr::null_mut();
                     mb.nb_segs = 1;
                     mb.pkt_len = mb.data_len as u32;
-                    self.multiseg.push(bi);
                 }
-                (mb.data_off, mb.data_len)
+                (mb.data_off, mb.data_len, chained)
             };
             if !pool.adopt(bi) {
                 self.refused += 1;
@@ -166,7 +183,9 @@ impl Node for DpdkRx {
             meta.data_offset = off;
             meta.len = len;
             meta.rx_if = self.rx_if;
-            if self.multiseg.last() != Some(&bi) {
+            if chained {
+                self.multiseg.push(bi);
+            } else {
                 frame.push(bi);
             }
         }

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""pktvec over DPDK ports vs dpdk-testpmd io forwarding, in one sitting, on the same
+virtual devices (no hugepages, no PCI). Writes docs/results/dpdk.json; the table in
+docs/results/dpdk.md is made from it.
+
+    cargo build --release --features dpdk --example dpdk_io --example l3fwd
+    flock /tmp/pktvec-bench.lock python3 scripts/dpdk_bench.py --reps 3
+
+Needs Debian's dpdk-dev (dpdk-testpmd) and libdpdk-dev.
+"""
+import argparse, json, os, re, statistics, subprocess, sys, tempfile
+
+TSC_HZ = None
+
+def tsc_hz():
+    out = open('/proc/cpuinfo').read()
+    m = re.search(r'cpu MHz\s*:\s*([\d.]+)', out)
+    return float(m.group(1)) * 1e6
+
+def run(cmd, timeout=None, sig=False):
+    if sig:
+        cmd = ['timeout', '-s', 'INT', str(timeout)] + cmd
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return p.stdout
+
+def testpmd(vdevs, prefix, burst, secs):
+    eal = ['--no-huge', '-m', '1024', '--no-pci', '-l', '0-1', f'--file-prefix={prefix}',
+           '--log-level=error'] + [f'--vdev={v}' for v in vdevs]
+    out = run(['dpdk-testpmd'] + eal + ['--', '--forward-mode=io', '--record-core-cycles',
+              '--total-num-mbufs=65536', '--stats-period=1', f'--burst={burst}'], timeout=secs, sig=True)
+    m = re.search(r'CPU cycles/packet=([\d.]+) \(total cycles=(\d+) / total io packets=(\d+)\)', out)
+    if not m:
+        sys.exit('testpmd output not understood:\n' + out[-3000:])
+    return {'cycles_per_packet': float(m.group(1)), 'packets': int(m.group(3))}
+
+def ours_io(target, vdevs, prefix, vector, n):
+    eal = f'--no-huge -m 1024 --no-pci -l 1 --file-prefix={prefix} --log-level=error ' + \
+        ' '.join(f'--vdev={v}' for v in vdevs)
+    out = run([f'{target}/dpdk_io', '-n', str(n), '--vector-size', str(vector), '--json',
+               '--eal', eal])
+    j = json.loads(out[out.index('{'):])
+    rows = {r['name']: r for r in j['runtime']['rows']}
+    return {'wall_cycles_per_packet': j['seconds'] * TSC_HZ / j['packets'],
+            'node_cycles_per_packet': j['cycles_per_packet_rx_tx'], 'mpps': j['mpps'],
+            'rx_cycles_per_packet': sum(r['cycles'] for k, r in rows.items() if k.endswith('-rx')) / j['packets'],
+            'tx_cycles_per_packet': sum(r['cycles'] for k, r in rows.items() if k.endswith('-tx')) / j['packets']}
+
+def ours_l3fwd(target, pcap, prefix, n):
+    eal = f'--no-huge -m 1024 --no-pci -l 1 --file-prefix={prefix} --log-level=error ' \
+          f'--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1'
+    out = run([f'{target}/l3fwd', '-n', str(n), '--buffers', '65536', '--sub-batch', '64',
+               '--json', '--dpdk', eal])
+    j = json.loads(out[out.index('{'):])
+    rows = {r['name']: r['cycles'] / max(r['packets'], 1) for r in j['runtime']['rows']}
+    return {'mpps': j['mpps'], 'wall_cycles_per_packet': j['seconds'] * TSC_HZ / j['packets'],
+            'nodes': rows}
+
+def main():
+    global TSC_HZ
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('--target', default=os.environ.get('CARGO_TARGET_DIR', 'target') + '/release/examples')
+    ap.add_argument('--json', default='docs/results/dpdk.json')
+    ap.add_argument('--secs', type=int, default=6)
+    ap.add_argument('-n', type=int, default=20_000_000)
+    a = ap.parse_args()
+    TSC_HZ = tsc_hz()
+    d = tempfile.mkdtemp(prefix='pktvec-dpdk-bench-')
+    pcap = f'{d}/l3-in.pcap'
+    run([f'{a.target}/l3fwd', '-n', '32768', '--pcap-out', pcap])
+    setups = {
+        'null': ['net_null0', 'net_null1'],
+        'pcap': [f'net_pcap0,rx_pcap={pcap},infinite_rx=1'],
+    }
+    res = {'tsc_hz': TSC_HZ, 'reps': a.reps, 'runs': []}
+    for rep in range(a.reps):
+        for name, vdevs in setups.items():
+            for burst in (32, 256):
+                t = testpmd(vdevs, f'tp{rep}{name}{burst}', burst, a.secs)
+                o = ours_io(a.target, vdevs, f'io{rep}{name}{burst}', burst, a.n)
+                res['runs'].append({'rep': rep, 'vdevs': name, 'burst': burst, 'testpmd': t, 'pktvec': o})
+                print(f'rep {rep} {name:4} burst {burst:3}: testpmd {t["cycles_per_packet"]:.1f} '
+                      f'cyc/pkt; pktvec io {o["wall_cycles_per_packet"]:.1f} wall, rx {o["rx_cycles_per_packet"]:.1f} '
+                      f'+ tx {o["tx_cycles_per_packet"]:.1f} = {o["node_cycles_per_packet"]:.1f} in nodes; '
+                      f'ratio {o["wall_cycles_per_packet"] / t["cycles_per_packet"]:.3f}', flush=True)
+        l = ours_l3fwd(a.target, pcap, f'l3{rep}', a.n)
+        res['runs'].append({'rep': rep, 'vdevs': 'pcap', 'l3fwd': l})
+        print(f'rep {rep} l3fwd over net_pcap: {l["mpps"]:.2f} Mpps, {l["wall_cycles_per_packet"]:.1f} cyc/pkt '
+              f'({", ".join(f"{k} {v:.1f}" for k, v in l["nodes"].items())})', flush=True)
+    summary = {}
+    for name in setups:
+        for burst in (32, 256):
+            rs = [r for r in res['runs'] if r.get('vdevs') == name and r.get('burst') == burst]
+            t = statistics.median(r['testpmd']['cycles_per_packet'] for r in rs)
+            o = statistics.median(r['pktvec']['wall_cycles_per_packet'] for r in rs)
+            nodes = statistics.median(r['pktvec']['node_cycles_per_packet'] for r in rs)
+            summary[f'{name}-{burst}'] = {'testpmd': t, 'pktvec_wall': o, 'pktvec_nodes': nodes,
+                                          'ratio_wall': o / t, 'ratios': [r['pktvec']['wall_cycles_per_packet'] / r['testpmd']['cycles_per_packet'] for r in rs]}
+    ls = [r['l3fwd'] for r in res['runs'] if 'l3fwd' in r]
+    summary['l3fwd-pcap'] = {'mpps_median': statistics.median(x['mpps'] for x in ls),
+                             'mpps': [x['mpps'] for x in ls]}
+    res['summary'] = summary
+    json.dump(res, open(a.json, 'w'), indent=1)
+    print(json.dumps(summary, indent=1))
+
+main()
