@@ -56,15 +56,47 @@ def ours_l3fwd(target, pcap, prefix, n):
     return {'mpps': j['mpps'], 'wall_cycles_per_packet': j['seconds'] * TSC_HZ / j['packets'],
             'nodes': rows}
 
+def svg(summary, path):
+    """Bar chart: cycles per forwarded packet, testpmd io vs pktvec (rx node + tx node)."""
+    keys = [k for k in summary if k != 'l3fwd-pcap']
+    vmax = max(max(summary[k]['testpmd'], summary[k]['pktvec_wall']) for k in keys) * 1.15
+    W, H, L, B = 640, 360, 60, 60
+    bw = (W - L - 20) / len(keys)
+    y = lambda v: H - B - (H - B - 30) * v / vmax
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">io forwarding: cycles per packet (median of reps; lower is better)</text>',
+           f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/>',
+           f'<line x1="{L}" y1="30" x2="{L}" y2="{H-B}" stroke="black"/>']
+    for t in range(0, int(vmax) + 1, 25 if vmax < 200 else 50):
+        out.append(f'<text x="{L-6}" y="{y(t)+4}" text-anchor="end">{t}</text>'
+                   f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
+    for i, k in enumerate(keys):
+        x0 = L + i * bw + bw * 0.15
+        for j, (lab, col) in enumerate((('testpmd', '#888'), ('pktvec_wall', '#2a6'))):
+            v = summary[k][lab]
+            out.append(f'<rect x="{x0 + j*bw*0.35}" y="{y(v)}" width="{bw*0.33}" height="{H-B-y(v)}" fill="{col}"/>'
+                       f'<text x="{x0 + j*bw*0.35 + bw*0.165}" y="{y(v)-4}" text-anchor="middle">{v:.0f}</text>')
+        vd, burst = k.split('-')
+        out.append(f'<text x="{x0 + bw*0.35}" y="{H-B+16}" text-anchor="middle">net_{vd}, burst {burst}</text>'
+                   f'<text x="{x0 + bw*0.35}" y="{H-B+32}" text-anchor="middle">ratio {summary[k]["ratio_wall"]:.2f}</text>')
+    out.append(f'<rect x="{L+10}" y="{H-20}" width="12" height="12" fill="#888"/><text x="{L+26}" y="{H-10}">dpdk-testpmd --forward-mode=io</text>'
+               f'<rect x="{L+250}" y="{H-20}" width="12" height="12" fill="#2a6"/><text x="{L+266}" y="{H-10}">pktvec graph: DpdkRx -> DpdkTx (dpdk_io)</text></svg>')
+    open(path, 'w').write('\n'.join(out))
+
 def main():
     global TSC_HZ
     ap = argparse.ArgumentParser()
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('--target', default=os.environ.get('CARGO_TARGET_DIR', 'target') + '/release/examples')
     ap.add_argument('--json', default='docs/results/dpdk.json')
+    ap.add_argument('--svg', default='docs/results/dpdk.svg')
+    ap.add_argument('--from-json', help='only redraw the SVG from this result file')
     ap.add_argument('--secs', type=int, default=6)
     ap.add_argument('-n', type=int, default=20_000_000)
     a = ap.parse_args()
+    if a.from_json:
+        svg(json.load(open(a.from_json))['summary'], a.svg)
+        return
     TSC_HZ = tsc_hz()
     d = tempfile.mkdtemp(prefix='pktvec-dpdk-bench-')
     pcap = f'{d}/l3-in.pcap'
@@ -102,6 +134,7 @@ def main():
                              'mpps': [x['mpps'] for x in ls]}
     res['summary'] = summary
     json.dump(res, open(a.json, 'w'), indent=1)
+    svg(summary, a.svg)
     print(json.dumps(summary, indent=1))
 
 main()

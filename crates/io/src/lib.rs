@@ -1,7 +1,6 @@
 //! # pktvec-io
 //!
-//! Where packets come from and go to, for pktvec graphs (DPDK ports arrive with the `dpdk`
-//! feature in a later issue):
+//! Where packets come from and go to, for pktvec graphs:
 //!
 //! * [`capture`]: pcap/pcapng files read into memory and replayed by an input node
 //!   ([`capture::PcapSource`], optionally looping), pcap writing ([`capture::PcapSink`]) and
@@ -10,6 +9,8 @@
 //!   (protocol mix, VLAN/QinQ, NDN names, unknown EtherTypes, malformed frames, flow count,
 //!   Zipf popularity, churn, destinations from a route table with a hit rate, sizes, arrival
 //!   order including strictly alternating IPv4/IPv6).
+//! * `dpdk` (cargo feature `dpdk`): DPDK ethdev ports, zero copy: the EAL, a mempool that
+//!   is the graph's buffer pool, port setup and counters, rx and tx nodes.
 //!
 //! ```
 //! use pktvec_graph::{GraphBuilder, GraphConfig};
