@@ -109,7 +109,13 @@ fn generate(args: &[String]) -> Result<bindgen::Bindings, bindgen::BindgenError>
         .allowlist_type("rte_mbuf|rte_mempool|rte_eth_.*|rte_ether_addr|rte_mempool_memhdr|rte_pktmbuf_pool_private")
         .allowlist_var("RTE_PKTMBUF_HEADROOM|RTE_MBUF_DEFAULT_.*|RTE_MAX_ETHPORTS|RTE_ETH_.*|RTE_ETHER_.*|RTE_MEMPOOL_.*|SOCKET_ID_ANY")
         .default_enum_style(bindgen::EnumVariation::Consts)
-        .derive_default(true)
+        // Our MSRV: plain `extern "C"` blocks; no generated `Default` impls (they are
+        // `unsafe` zeroing): callers zero the few structs they need themselves.
+        .rust_target(bindgen::RustTarget::stable(80, 0).expect("a known Rust version"))
+        .derive_default(false)
+        // Structures with C bitfields pktvec never reads: opaque bytes of the right size and
+        // alignment, instead of generated `unsafe` bitfield accessors.
+        .opaque_type("rte_eth_link|rte_eth_txmode|rte_eth_hairpin_.*|rte_eth_udp_tunnel|rte_eth_intr_conf|rte_eth_switch_info|rte_eth_rxseg_capa|rte_eth_vmdq_rx_conf|rte_mbuf__bindgen_ty_1|rte_mbuf__bindgen_ty_3")
         .layout_tests(false)
         .generate_comments(false)
         .prepend_enum_name(false)

@@ -52,7 +52,11 @@ where
             index % 8
         };
         let mask = 1 << bit_index;
-        if val { byte | mask } else { byte & !mask }
+        if val {
+            byte | mask
+        } else {
+            byte & !mask
+        }
     }
     #[inline]
     pub fn set_bit(&mut self, index: usize, val: bool) {
@@ -343,7 +347,7 @@ pub type __off64_t = ::std::os::raw::c_long;
 pub type __time_t = ::std::os::raw::c_long;
 pub type __syscall_slong_t = ::std::os::raw::c_long;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct timespec {
     pub tv_sec: __time_t,
     pub tv_nsec: __syscall_slong_t,
@@ -351,7 +355,7 @@ pub struct timespec {
 pub type rte_iova_t = u64;
 pub type RTE_MARKER = [*mut ::std::os::raw::c_void; 0usize];
 pub type RTE_MARKER64 = [u64; 0usize];
-unsafe extern "C" {
+extern "C" {
     pub fn rte_strerror(errnum: ::std::os::raw::c_int) -> *const ::std::os::raw::c_char;
 }
 pub const RTE_PROC_AUTO: rte_proc_type_t = -1;
@@ -359,26 +363,26 @@ pub const RTE_PROC_PRIMARY: rte_proc_type_t = 0;
 pub const RTE_PROC_SECONDARY: rte_proc_type_t = 1;
 pub const RTE_PROC_INVALID: rte_proc_type_t = 2;
 pub type rte_proc_type_t = ::std::os::raw::c_int;
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eal_process_type() -> rte_proc_type_t;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eal_init(
         argc: ::std::os::raw::c_int,
         argv: *mut *mut ::std::os::raw::c_char,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eal_cleanup() -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eal_has_hugepages() -> ::std::os::raw::c_int;
 }
 pub const RTE_IOVA_DC: rte_iova_mode = 0;
 pub const RTE_IOVA_PA: rte_iova_mode = 1;
 pub const RTE_IOVA_VA: rte_iova_mode = 2;
 pub type rte_iova_mode = ::std::os::raw::c_uint;
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eal_iova_mode() -> rte_iova_mode;
 }
 pub type FILE = _IO_FILE;
@@ -431,22 +435,13 @@ pub struct _IO_FILE {
     pub _mode: ::std::os::raw::c_int,
     pub _unused2: [::std::os::raw::c_char; 20usize],
 }
-impl Default for _IO_FILE {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_get_main_lcore() -> ::std::os::raw::c_uint;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_lcore_count() -> ::std::os::raw::c_uint;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_socket_id() -> ::std::os::raw::c_uint;
 }
 #[repr(C)]
@@ -459,10 +454,10 @@ pub struct rte_bus {
 pub struct rte_device {
     _unused: [u8; 0],
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_dev_probe(devargs: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_dev_remove(dev: *mut rte_device) -> ::std::os::raw::c_int;
 }
 #[repr(C)]
@@ -475,15 +470,6 @@ pub struct rte_dev_iterator {
     pub cls: *mut rte_class,
     pub device: *mut rte_device,
     pub class_device: *mut ::std::os::raw::c_void,
-}
-impl Default for rte_dev_iterator {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C, packed)]
 #[derive(Copy, Clone)]
@@ -502,24 +488,6 @@ pub union rte_memzone__bindgen_ty_1 {
     pub addr: *mut ::std::os::raw::c_void,
     pub addr_64: u64,
 }
-impl Default for rte_memzone__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_memzone {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[repr(align(64))]
 #[derive(Debug, Copy, Clone)]
@@ -529,15 +497,6 @@ pub struct rte_mempool_cache {
     pub len: u32,
     pub __bindgen_padding_0: [u64; 6usize],
     pub objs: [*mut ::std::os::raw::c_void; 1024usize],
-}
-impl Default for rte_mempool_cache {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -551,53 +510,17 @@ pub struct rte_mempool_objhdr {
 pub struct rte_mempool_objhdr__bindgen_ty_1 {
     pub stqe_next: *mut rte_mempool_objhdr,
 }
-impl Default for rte_mempool_objhdr__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mempool_objhdr {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_mempool_objhdr_list {
     pub stqh_first: *mut rte_mempool_objhdr,
     pub stqh_last: *mut *mut rte_mempool_objhdr,
 }
-impl Default for rte_mempool_objhdr_list {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_mempool_memhdr_list {
     pub stqh_first: *mut rte_mempool_memhdr,
     pub stqh_last: *mut *mut rte_mempool_memhdr,
-}
-impl Default for rte_mempool_memhdr_list {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub type rte_mempool_memchunk_free_cb_t = ::std::option::Option<
     unsafe extern "C" fn(memhdr: *mut rte_mempool_memhdr, opaque: *mut ::std::os::raw::c_void),
@@ -617,24 +540,6 @@ pub struct rte_mempool_memhdr {
 #[derive(Debug, Copy, Clone)]
 pub struct rte_mempool_memhdr__bindgen_ty_1 {
     pub stqe_next: *mut rte_mempool_memhdr,
-}
-impl Default for rte_mempool_memhdr__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mempool_memhdr {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[repr(align(64))]
@@ -665,25 +570,7 @@ pub union rte_mempool__bindgen_ty_1 {
     pub pool_data: *mut ::std::os::raw::c_void,
     pub pool_id: u64,
 }
-impl Default for rte_mempool__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mempool {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_set_ops_byname(
         mp: *mut rte_mempool,
         name: *const ::std::os::raw::c_char,
@@ -706,7 +593,7 @@ pub type rte_mempool_mem_cb_t = ::std::option::Option<
         mem_idx: ::std::os::raw::c_uint,
     ),
 >;
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_create_empty(
         name: *const ::std::os::raw::c_char,
         n: ::std::os::raw::c_uint,
@@ -717,37 +604,37 @@ unsafe extern "C" {
         flags: ::std::os::raw::c_uint,
     ) -> *mut rte_mempool;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_free(mp: *mut rte_mempool);
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_populate_default(mp: *mut rte_mempool) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_obj_iter(
         mp: *mut rte_mempool,
         obj_cb: rte_mempool_obj_cb_t,
         obj_cb_arg: *mut ::std::os::raw::c_void,
     ) -> u32;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_mem_iter(
         mp: *mut rte_mempool,
         mem_cb: rte_mempool_mem_cb_t,
         mem_cb_arg: *mut ::std::os::raw::c_void,
     ) -> u32;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_avail_count(mp: *const rte_mempool) -> ::std::os::raw::c_uint;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_in_use_count(mp: *const rte_mempool) -> ::std::os::raw::c_uint;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_mempool_lookup(name: *const ::std::os::raw::c_char) -> *mut rte_mempool;
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_mbuf_sched {
     pub queue_id: u32,
     pub traffic_class: u8,
@@ -784,10 +671,10 @@ pub struct rte_mbuf {
     pub dynfield1: [u32; 9usize],
 }
 #[repr(C)]
+#[repr(align(4))]
 #[derive(Copy, Clone)]
 pub union rte_mbuf__bindgen_ty_1 {
-    pub packet_type: u32,
-    pub __bindgen_anon_1: rte_mbuf__bindgen_ty_1__bindgen_ty_1,
+    pub _bindgen_opaque_blob: u32,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -805,7 +692,7 @@ pub union rte_mbuf__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
     pub __bindgen_anon_1: rte_mbuf__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_mbuf__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
     pub _bitfield_align_1: [u8; 0],
     pub _bitfield_1: __BindgenBitfieldUnit<[u8; 1usize]>,
@@ -892,24 +779,6 @@ impl rte_mbuf__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
             inner_l3_type as u64
         });
         __bindgen_bitfield_unit
-    }
-}
-impl Default for rte_mbuf__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mbuf__bindgen_ty_1__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
     }
 }
 impl rte_mbuf__bindgen_ty_1__bindgen_ty_1 {
@@ -1114,15 +983,6 @@ impl rte_mbuf__bindgen_ty_1__bindgen_ty_1 {
         __bindgen_bitfield_unit
     }
 }
-impl Default for rte_mbuf__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union rte_mbuf__bindgen_ty_2 {
@@ -1151,63 +1011,27 @@ pub union rte_mbuf__bindgen_ty_2__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
     pub lo: u32,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_mbuf__bindgen_ty_2__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
     pub hash: u16,
     pub id: u16,
 }
-impl Default for rte_mbuf__bindgen_ty_2__bindgen_ty_1__bindgen_ty_1__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mbuf__bindgen_ty_2__bindgen_ty_1__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_mbuf__bindgen_ty_2__bindgen_ty_1__bindgen_ty_2 {
     pub reserved1: u32,
     pub reserved2: u16,
     pub txq: u16,
 }
-impl Default for rte_mbuf__bindgen_ty_2__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mbuf__bindgen_ty_2 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
+#[repr(align(8))]
 #[derive(Copy, Clone)]
 pub union rte_mbuf__bindgen_ty_3 {
-    pub tx_offload: u64,
-    pub __bindgen_anon_1: rte_mbuf__bindgen_ty_3__bindgen_ty_1,
+    pub _bindgen_opaque_blob: u64,
 }
 #[repr(C)]
 #[repr(align(8))]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_mbuf__bindgen_ty_3__bindgen_ty_1 {
     pub _bitfield_align_1: [u16; 0],
     pub _bitfield_1: __BindgenBitfieldUnit<[u8; 7usize]>,
@@ -1448,24 +1272,6 @@ impl rte_mbuf__bindgen_ty_3__bindgen_ty_1 {
         __bindgen_bitfield_unit
     }
 }
-impl Default for rte_mbuf__bindgen_ty_3 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_mbuf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 pub type rte_mbuf_extbuf_free_callback_t = ::std::option::Option<
     unsafe extern "C" fn(addr: *mut ::std::os::raw::c_void, opaque: *mut ::std::os::raw::c_void),
 >;
@@ -1476,23 +1282,14 @@ pub struct rte_mbuf_ext_shared_info {
     pub fcb_opaque: *mut ::std::os::raw::c_void,
     pub refcnt: u16,
 }
-impl Default for rte_mbuf_ext_shared_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_pktmbuf_pool_private {
     pub mbuf_data_room_size: u16,
     pub mbuf_priv_size: u16,
     pub flags: u32,
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_pktmbuf_init(
         mp: *mut rte_mempool,
         opaque_arg: *mut ::std::os::raw::c_void,
@@ -1500,10 +1297,10 @@ unsafe extern "C" {
         i: ::std::os::raw::c_uint,
     );
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_pktmbuf_pool_init(mp: *mut rte_mempool, opaque_arg: *mut ::std::os::raw::c_void);
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_pktmbuf_pool_create(
         name: *const ::std::os::raw::c_char,
         n: ::std::os::raw::c_uint,
@@ -1513,13 +1310,13 @@ unsafe extern "C" {
         socket_id: ::std::os::raw::c_int,
     ) -> *mut rte_mempool;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_pktmbuf_free_bulk(mbufs: *mut *mut rte_mbuf, count: ::std::os::raw::c_uint);
 }
 pub const RTE_CMAN_RED: rte_cman_mode = 1;
 pub type rte_cman_mode = ::std::os::raw::c_uint;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_cman_red_params {
     pub min_th: u8,
     pub max_th: u8,
@@ -1536,15 +1333,6 @@ pub struct rte_power_monitor_cond {
     pub fn_: rte_power_monitor_clb_t,
     pub opaque: [u64; 4usize],
 }
-impl Default for rte_power_monitor_cond {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_dev_reg_info {
@@ -1554,15 +1342,6 @@ pub struct rte_dev_reg_info {
     pub width: u32,
     pub version: u32,
 }
-impl Default for rte_dev_reg_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_dev_eeprom_info {
@@ -1571,35 +1350,26 @@ pub struct rte_dev_eeprom_info {
     pub length: u32,
     pub magic: u32,
 }
-impl Default for rte_dev_eeprom_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dev_module_info {
     pub type_: u32,
     pub eeprom_len: u32,
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_iterator_init(
         iter: *mut rte_dev_iterator,
         devargs: *const ::std::os::raw::c_char,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_iterator_next(iter: *mut rte_dev_iterator) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_iterator_cleanup(iter: *mut rte_dev_iterator);
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_stats {
     pub ipackets: u64,
     pub opackets: u64,
@@ -1617,137 +1387,12 @@ pub struct rte_eth_stats {
 }
 #[repr(C)]
 #[repr(align(8))]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_link {
-    pub link_speed: u32,
-    pub _bitfield_align_1: [u8; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 1usize]>,
-    pub __bindgen_padding_0: [u8; 3usize],
-}
-impl rte_eth_link {
-    #[inline]
-    pub fn link_duplex(&self) -> u16 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 1u8) as u16) }
-    }
-    #[inline]
-    pub fn set_link_duplex(&mut self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn link_duplex_raw(this: *const Self) -> u16 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                1u8,
-            ) as u16)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_link_duplex_raw(this: *mut Self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn link_autoneg(&self) -> u16 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(1usize, 1u8) as u16) }
-    }
-    #[inline]
-    pub fn set_link_autoneg(&mut self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            self._bitfield_1.set(1usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn link_autoneg_raw(this: *const Self) -> u16 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                1usize,
-                1u8,
-            ) as u16)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_link_autoneg_raw(this: *mut Self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                1usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn link_status(&self) -> u16 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(2usize, 1u8) as u16) }
-    }
-    #[inline]
-    pub fn set_link_status(&mut self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            self._bitfield_1.set(2usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn link_status_raw(this: *const Self) -> u16 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                2usize,
-                1u8,
-            ) as u16)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_link_status_raw(this: *mut Self, val: u16) {
-        unsafe {
-            let val: u16 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                2usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(
-        link_duplex: u16,
-        link_autoneg: u16,
-        link_status: u16,
-    ) -> __BindgenBitfieldUnit<[u8; 1usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 1usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 1u8, {
-            let link_duplex: u16 = unsafe { ::std::mem::transmute(link_duplex) };
-            link_duplex as u64
-        });
-        __bindgen_bitfield_unit.set(1usize, 1u8, {
-            let link_autoneg: u16 = unsafe { ::std::mem::transmute(link_autoneg) };
-            link_autoneg as u64
-        });
-        __bindgen_bitfield_unit.set(2usize, 1u8, {
-            let link_status: u16 = unsafe { ::std::mem::transmute(link_status) };
-            link_status as u64
-        });
-        __bindgen_bitfield_unit
-    }
+    pub _bindgen_opaque_blob: u64,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_thresh {
     pub pthresh: u8,
     pub hthresh: u8,
@@ -1777,15 +1422,6 @@ pub struct rte_eth_rxmode {
     pub reserved_64s: [u64; 2usize],
     pub reserved_ptrs: [*mut ::std::os::raw::c_void; 2usize],
 }
-impl Default for rte_eth_rxmode {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 pub const RTE_ETH_VLAN_TYPE_UNKNOWN: rte_vlan_type = 0;
 pub const RTE_ETH_VLAN_TYPE_INNER: rte_vlan_type = 1;
 pub const RTE_ETH_VLAN_TYPE_OUTER: rte_vlan_type = 2;
@@ -1798,29 +1434,11 @@ pub struct rte_eth_rss_conf {
     pub rss_key_len: u8,
     pub rss_hf: u64,
 }
-impl Default for rte_eth_rss_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_rss_reta_entry64 {
     pub mask: u64,
     pub reta: [u16; 64usize],
-}
-impl Default for rte_eth_rss_reta_entry64 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub const RTE_ETH_4_TCS: rte_eth_nb_tcs = 4;
 pub const RTE_ETH_8_TCS: rte_eth_nb_tcs = 8;
@@ -1836,29 +1454,11 @@ pub struct rte_eth_dcb_rx_conf {
     pub nb_tcs: rte_eth_nb_tcs,
     pub dcb_tc: [u8; 8usize],
 }
-impl Default for rte_eth_dcb_rx_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_vmdq_dcb_tx_conf {
     pub nb_queue_pools: rte_eth_nb_pools,
     pub dcb_tc: [u8; 8usize],
-}
-impl Default for rte_eth_vmdq_dcb_tx_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1866,28 +1466,10 @@ pub struct rte_eth_dcb_tx_conf {
     pub nb_tcs: rte_eth_nb_tcs,
     pub dcb_tc: [u8; 8usize],
 }
-impl Default for rte_eth_dcb_tx_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_vmdq_tx_conf {
     pub nb_queue_pools: rte_eth_nb_pools,
-}
-impl Default for rte_eth_vmdq_tx_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1900,188 +1482,27 @@ pub struct rte_eth_vmdq_dcb_conf {
     pub dcb_tc: [u8; 8usize],
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_vmdq_dcb_conf__bindgen_ty_1 {
     pub vlan_id: u16,
     pub pools: u64,
 }
-impl Default for rte_eth_vmdq_dcb_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
+#[repr(C)]
+#[repr(align(8))]
+pub struct rte_eth_vmdq_rx_conf {
+    pub _bindgen_opaque_blob: [u64; 130usize],
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct rte_eth_vmdq_rx_conf {
-    pub nb_queue_pools: rte_eth_nb_pools,
-    pub enable_default_pool: u8,
-    pub default_pool: u8,
-    pub enable_loop_back: u8,
-    pub nb_pool_maps: u8,
-    pub rx_mode: u32,
-    pub pool_map: [rte_eth_vmdq_rx_conf__bindgen_ty_1; 64usize],
-}
-#[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
 pub struct rte_eth_vmdq_rx_conf__bindgen_ty_1 {
     pub vlan_id: u16,
     pub pools: u64,
 }
-impl Default for rte_eth_vmdq_rx_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
+#[repr(align(8))]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_txmode {
-    pub mq_mode: rte_eth_tx_mq_mode,
-    pub offloads: u64,
-    pub pvid: u16,
-    pub _bitfield_align_1: [u8; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 1usize]>,
-    pub reserved_64s: [u64; 2usize],
-    pub reserved_ptrs: [*mut ::std::os::raw::c_void; 2usize],
-}
-impl Default for rte_eth_txmode {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl rte_eth_txmode {
-    #[inline]
-    pub fn hw_vlan_reject_tagged(&self) -> u8 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 1u8) as u8) }
-    }
-    #[inline]
-    pub fn set_hw_vlan_reject_tagged(&mut self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn hw_vlan_reject_tagged_raw(this: *const Self) -> u8 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                1u8,
-            ) as u8)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_hw_vlan_reject_tagged_raw(this: *mut Self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn hw_vlan_reject_untagged(&self) -> u8 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(1usize, 1u8) as u8) }
-    }
-    #[inline]
-    pub fn set_hw_vlan_reject_untagged(&mut self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            self._bitfield_1.set(1usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn hw_vlan_reject_untagged_raw(this: *const Self) -> u8 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                1usize,
-                1u8,
-            ) as u8)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_hw_vlan_reject_untagged_raw(this: *mut Self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                1usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn hw_vlan_insert_pvid(&self) -> u8 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(2usize, 1u8) as u8) }
-    }
-    #[inline]
-    pub fn set_hw_vlan_insert_pvid(&mut self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            self._bitfield_1.set(2usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn hw_vlan_insert_pvid_raw(this: *const Self) -> u8 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                2usize,
-                1u8,
-            ) as u8)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_hw_vlan_insert_pvid_raw(this: *mut Self, val: u8) {
-        unsafe {
-            let val: u8 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                2usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(
-        hw_vlan_reject_tagged: u8,
-        hw_vlan_reject_untagged: u8,
-        hw_vlan_insert_pvid: u8,
-    ) -> __BindgenBitfieldUnit<[u8; 1usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 1usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 1u8, {
-            let hw_vlan_reject_tagged: u8 = unsafe { ::std::mem::transmute(hw_vlan_reject_tagged) };
-            hw_vlan_reject_tagged as u64
-        });
-        __bindgen_bitfield_unit.set(1usize, 1u8, {
-            let hw_vlan_reject_untagged: u8 =
-                unsafe { ::std::mem::transmute(hw_vlan_reject_untagged) };
-            hw_vlan_reject_untagged as u64
-        });
-        __bindgen_bitfield_unit.set(2usize, 1u8, {
-            let hw_vlan_insert_pvid: u8 = unsafe { ::std::mem::transmute(hw_vlan_insert_pvid) };
-            hw_vlan_insert_pvid as u64
-        });
-        __bindgen_bitfield_unit
-    }
+    pub _bindgen_opaque_blob: [u64; 7usize],
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -2091,28 +1512,10 @@ pub struct rte_eth_rxseg_split {
     pub offset: u16,
     pub proto_hdr: u32,
 }
-impl Default for rte_eth_rxseg_split {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union rte_eth_rxseg {
     pub split: rte_eth_rxseg_split,
-}
-impl Default for rte_eth_rxseg {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -2131,15 +1534,6 @@ pub struct rte_eth_rxconf {
     pub reserved_64s: [u64; 2usize],
     pub reserved_ptrs: [*mut ::std::os::raw::c_void; 2usize],
 }
-impl Default for rte_eth_rxconf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_txconf {
@@ -2151,444 +1545,31 @@ pub struct rte_eth_txconf {
     pub reserved_64s: [u64; 2usize],
     pub reserved_ptrs: [*mut ::std::os::raw::c_void; 2usize],
 }
-impl Default for rte_eth_txconf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[repr(align(4))]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_hairpin_queue_cap {
-    pub _bitfield_align_1: [u32; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 4usize]>,
-}
-impl rte_eth_hairpin_queue_cap {
-    #[inline]
-    pub fn locked_device_memory(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_locked_device_memory(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn locked_device_memory_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_locked_device_memory_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn rte_memory(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(1usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_rte_memory(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(1usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn rte_memory_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                1usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_rte_memory_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                1usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn reserved(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(2usize, 30u8) as u32) }
-    }
-    #[inline]
-    pub fn set_reserved(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(2usize, 30u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn reserved_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                2usize,
-                30u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_reserved_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                2usize,
-                30u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(
-        locked_device_memory: u32,
-        rte_memory: u32,
-        reserved: u32,
-    ) -> __BindgenBitfieldUnit<[u8; 4usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 4usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 1u8, {
-            let locked_device_memory: u32 = unsafe { ::std::mem::transmute(locked_device_memory) };
-            locked_device_memory as u64
-        });
-        __bindgen_bitfield_unit.set(1usize, 1u8, {
-            let rte_memory: u32 = unsafe { ::std::mem::transmute(rte_memory) };
-            rte_memory as u64
-        });
-        __bindgen_bitfield_unit.set(2usize, 30u8, {
-            let reserved: u32 = unsafe { ::std::mem::transmute(reserved) };
-            reserved as u64
-        });
-        __bindgen_bitfield_unit
-    }
-}
-#[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
-pub struct rte_eth_hairpin_cap {
-    pub max_nb_queues: u16,
-    pub max_rx_2_tx: u16,
-    pub max_tx_2_rx: u16,
-    pub max_nb_desc: u16,
-    pub rx_cap: rte_eth_hairpin_queue_cap,
-    pub tx_cap: rte_eth_hairpin_queue_cap,
-}
-#[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
-pub struct rte_eth_hairpin_peer {
-    pub port: u16,
-    pub queue: u16,
+    pub _bindgen_opaque_blob: u32,
 }
 #[repr(C)]
 #[repr(align(4))]
-#[derive(Debug, Default, Copy, Clone)]
-pub struct rte_eth_hairpin_conf {
-    pub _bitfield_align_1: [u16; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 4usize]>,
-    pub peers: [rte_eth_hairpin_peer; 32usize],
-}
-impl rte_eth_hairpin_conf {
-    #[inline]
-    pub fn peer_count(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 16u8) as u32) }
-    }
-    #[inline]
-    pub fn set_peer_count(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 16u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn peer_count_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                16u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_peer_count_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                16u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn tx_explicit(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(16usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_tx_explicit(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(16usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn tx_explicit_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                16usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_tx_explicit_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                16usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn manual_bind(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(17usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_manual_bind(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(17usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn manual_bind_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                17usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_manual_bind_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                17usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn use_locked_device_memory(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(18usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_use_locked_device_memory(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(18usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn use_locked_device_memory_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                18usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_use_locked_device_memory_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                18usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn use_rte_memory(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(19usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_use_rte_memory(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(19usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn use_rte_memory_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                19usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_use_rte_memory_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                19usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn force_memory(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(20usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_force_memory(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(20usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn force_memory_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                20usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_force_memory_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                20usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn reserved(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(21usize, 11u8) as u32) }
-    }
-    #[inline]
-    pub fn set_reserved(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(21usize, 11u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn reserved_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 4usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                21usize,
-                11u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_reserved_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 4usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                21usize,
-                11u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(
-        peer_count: u32,
-        tx_explicit: u32,
-        manual_bind: u32,
-        use_locked_device_memory: u32,
-        use_rte_memory: u32,
-        force_memory: u32,
-        reserved: u32,
-    ) -> __BindgenBitfieldUnit<[u8; 4usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 4usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 16u8, {
-            let peer_count: u32 = unsafe { ::std::mem::transmute(peer_count) };
-            peer_count as u64
-        });
-        __bindgen_bitfield_unit.set(16usize, 1u8, {
-            let tx_explicit: u32 = unsafe { ::std::mem::transmute(tx_explicit) };
-            tx_explicit as u64
-        });
-        __bindgen_bitfield_unit.set(17usize, 1u8, {
-            let manual_bind: u32 = unsafe { ::std::mem::transmute(manual_bind) };
-            manual_bind as u64
-        });
-        __bindgen_bitfield_unit.set(18usize, 1u8, {
-            let use_locked_device_memory: u32 =
-                unsafe { ::std::mem::transmute(use_locked_device_memory) };
-            use_locked_device_memory as u64
-        });
-        __bindgen_bitfield_unit.set(19usize, 1u8, {
-            let use_rte_memory: u32 = unsafe { ::std::mem::transmute(use_rte_memory) };
-            use_rte_memory as u64
-        });
-        __bindgen_bitfield_unit.set(20usize, 1u8, {
-            let force_memory: u32 = unsafe { ::std::mem::transmute(force_memory) };
-            force_memory as u64
-        });
-        __bindgen_bitfield_unit.set(21usize, 11u8, {
-            let reserved: u32 = unsafe { ::std::mem::transmute(reserved) };
-            reserved as u64
-        });
-        __bindgen_bitfield_unit
-    }
+#[derive(Debug, Copy, Clone)]
+pub struct rte_eth_hairpin_cap {
+    pub _bindgen_opaque_blob: [u32; 4usize],
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[repr(align(2))]
+#[derive(Debug, Copy, Clone)]
+pub struct rte_eth_hairpin_peer {
+    pub _bindgen_opaque_blob: [u16; 2usize],
+}
+#[repr(C)]
+#[repr(align(4))]
+pub struct rte_eth_hairpin_conf {
+    pub _bindgen_opaque_blob: [u32; 33usize],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_desc_lim {
     pub nb_max: u16,
     pub nb_min: u16,
@@ -2612,44 +1593,17 @@ pub struct rte_eth_fc_conf {
     pub mac_ctrl_frame_fwd: u8,
     pub autoneg: u8,
 }
-impl Default for rte_eth_fc_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_pfc_conf {
     pub fc: rte_eth_fc_conf,
     pub priority: u8,
 }
-impl Default for rte_eth_pfc_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_pfc_queue_info {
     pub tc_max: u8,
     pub mode_capa: rte_eth_fc_mode,
-}
-impl Default for rte_eth_pfc_queue_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -2659,26 +1613,17 @@ pub struct rte_eth_pfc_queue_conf {
     pub tx_pause: rte_eth_pfc_queue_conf__bindgen_ty_2,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_pfc_queue_conf__bindgen_ty_1 {
     pub tx_qid: u16,
     pub tc: u8,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_pfc_queue_conf__bindgen_ty_2 {
     pub pause_time: u16,
     pub rx_qid: u16,
     pub tc: u8,
-}
-impl Default for rte_eth_pfc_queue_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub const RTE_ETH_TUNNEL_TYPE_NONE: rte_eth_tunnel_type = 0;
 pub const RTE_ETH_TUNNEL_TYPE_VXLAN: rte_eth_tunnel_type = 1;
@@ -2693,11 +1638,11 @@ pub const RTE_ETH_TUNNEL_TYPE_MAX: rte_eth_tunnel_type = 9;
 pub type rte_eth_tunnel_type = ::std::os::raw::c_uint;
 #[repr(C)]
 #[repr(align(2))]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_ether_addr {
     pub addr_bytes: [u8; 6usize],
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_random_addr(addr: *mut u8);
 }
 pub const RTE_ETH_HASH_FUNCTION_DEFAULT: rte_eth_hash_function = 0;
@@ -2707,7 +1652,7 @@ pub const RTE_ETH_HASH_FUNCTION_SYMMETRIC_TOEPLITZ: rte_eth_hash_function = 3;
 pub const RTE_ETH_HASH_FUNCTION_MAX: rte_eth_hash_function = 4;
 pub type rte_eth_hash_function = ::std::os::raw::c_uint;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_ntuple_filter {
     pub flags: u16,
     pub dst_ip: u32,
@@ -2777,22 +1722,13 @@ pub struct rte_eth_input_set_conf {
     pub field: [rte_eth_input_set_field; 128usize],
     pub op: rte_filter_input_set_op,
 }
-impl Default for rte_eth_input_set_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_l2_flow {
     pub ether_type: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_ipv4_flow {
     pub src_ip: u32,
     pub dst_ip: u32,
@@ -2801,21 +1737,21 @@ pub struct rte_eth_ipv4_flow {
     pub proto: u8,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_udpv4_flow {
     pub ip: rte_eth_ipv4_flow,
     pub src_port: u16,
     pub dst_port: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_tcpv4_flow {
     pub ip: rte_eth_ipv4_flow,
     pub src_port: u16,
     pub dst_port: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_sctpv4_flow {
     pub ip: rte_eth_ipv4_flow,
     pub src_port: u16,
@@ -2823,7 +1759,7 @@ pub struct rte_eth_sctpv4_flow {
     pub verify_tag: u32,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_ipv6_flow {
     pub src_ip: [u32; 4usize],
     pub dst_ip: [u32; 4usize],
@@ -2832,21 +1768,21 @@ pub struct rte_eth_ipv6_flow {
     pub hop_limits: u8,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_udpv6_flow {
     pub ip: rte_eth_ipv6_flow,
     pub src_port: u16,
     pub dst_port: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_tcpv6_flow {
     pub ip: rte_eth_ipv6_flow,
     pub src_port: u16,
     pub dst_port: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_sctpv6_flow {
     pub ip: rte_eth_ipv6_flow,
     pub src_port: u16,
@@ -2854,7 +1790,7 @@ pub struct rte_eth_sctpv6_flow {
     pub verify_tag: u32,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_mac_vlan_flow {
     pub mac_addr: rte_ether_addr,
 }
@@ -2868,15 +1804,6 @@ pub struct rte_eth_tunnel_flow {
     pub tunnel_type: rte_eth_fdir_tunnel_type,
     pub tunnel_id: u32,
     pub mac_addr: rte_ether_addr,
-}
-impl Default for rte_eth_tunnel_flow {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -2893,17 +1820,8 @@ pub union rte_eth_fdir_flow {
     pub mac_vlan_flow: rte_eth_mac_vlan_flow,
     pub tunnel_flow: rte_eth_tunnel_flow,
 }
-impl Default for rte_eth_fdir_flow {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_fdir_flow_ext {
     pub vlan_tci: u16,
     pub flexbytes: [u8; 16usize],
@@ -2916,15 +1834,6 @@ pub struct rte_eth_fdir_input {
     pub flow_type: u16,
     pub flow: rte_eth_fdir_flow,
     pub flow_ext: rte_eth_fdir_flow_ext,
-}
-impl Default for rte_eth_fdir_input {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub const RTE_ETH_FDIR_ACCEPT: rte_eth_fdir_behavior = 0;
 pub const RTE_ETH_FDIR_REJECT: rte_eth_fdir_behavior = 1;
@@ -2943,15 +1852,6 @@ pub struct rte_eth_fdir_action {
     pub report_status: rte_eth_fdir_status,
     pub flex_off: u8,
 }
-impl Default for rte_eth_fdir_action {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct rte_eth_fdir_filter {
@@ -2959,17 +1859,8 @@ pub struct rte_eth_fdir_filter {
     pub input: rte_eth_fdir_input,
     pub action: rte_eth_fdir_action,
 }
-impl Default for rte_eth_fdir_filter {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_fdir_masks {
     pub vlan_tci_mask: u16,
     pub ipv4_mask: rte_eth_ipv4_flow,
@@ -2993,17 +1884,8 @@ pub struct rte_eth_flex_payload_cfg {
     pub type_: rte_eth_payload_type,
     pub src_offset: [u16; 16usize],
 }
-impl Default for rte_eth_flex_payload_cfg {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_fdir_flex_mask {
     pub flow_type: u16,
     pub mask: [u8; 16usize],
@@ -3015,15 +1897,6 @@ pub struct rte_eth_fdir_flex_conf {
     pub nb_flexmasks: u16,
     pub flex_set: [rte_eth_flex_payload_cfg; 8usize],
     pub flex_mask: [rte_eth_fdir_flex_mask; 24usize],
-}
-impl Default for rte_eth_fdir_flex_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub const RTE_FDIR_MODE_NONE: rte_fdir_mode = 0;
 pub const RTE_FDIR_MODE_SIGNATURE: rte_fdir_mode = 1;
@@ -3047,17 +1920,8 @@ pub struct rte_eth_fdir_info {
     pub flex_bitmask_unit: u32,
     pub max_flex_bitmask_num: u32,
 }
-impl Default for rte_eth_fdir_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_fdir_stats {
     pub collision: u32,
     pub free: u32,
@@ -3071,139 +1935,18 @@ pub struct rte_eth_fdir_stats {
     pub best_cnt: u32,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[repr(align(2))]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_udp_tunnel {
-    pub udp_port: u16,
-    pub prot_type: u8,
+    pub _bindgen_opaque_blob: [u16; 2usize],
 }
 #[repr(C)]
 #[repr(align(4))]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_intr_conf {
-    pub _bitfield_align_1: [u8; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 1usize]>,
-    pub __bindgen_padding_0: [u8; 3usize],
-}
-impl rte_eth_intr_conf {
-    #[inline]
-    pub fn lsc(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_lsc(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn lsc_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_lsc_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn rxq(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(1usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_rxq(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(1usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn rxq_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                1usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_rxq_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                1usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn rmv(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(2usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_rmv(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(2usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn rmv_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                2usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_rmv_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                2usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(lsc: u32, rxq: u32, rmv: u32) -> __BindgenBitfieldUnit<[u8; 1usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 1usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 1u8, {
-            let lsc: u32 = unsafe { ::std::mem::transmute(lsc) };
-            lsc as u64
-        });
-        __bindgen_bitfield_unit.set(1usize, 1u8, {
-            let rxq: u32 = unsafe { ::std::mem::transmute(rxq) };
-            rxq as u64
-        });
-        __bindgen_bitfield_unit.set(2usize, 1u8, {
-            let rmv: u32 = unsafe { ::std::mem::transmute(rmv) };
-            rmv as u64
-        });
-        __bindgen_bitfield_unit
-    }
+    pub _bindgen_opaque_blob: u32,
 }
 #[repr(C)]
-#[derive(Copy, Clone)]
 pub struct rte_eth_conf {
     pub link_speeds: u32,
     pub rxmode: rte_eth_rxmode,
@@ -3215,21 +1958,11 @@ pub struct rte_eth_conf {
     pub intr_conf: rte_eth_intr_conf,
 }
 #[repr(C)]
-#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_conf__bindgen_ty_1 {
     pub rss_conf: rte_eth_rss_conf,
     pub vmdq_dcb_conf: rte_eth_vmdq_dcb_conf,
     pub dcb_rx_conf: rte_eth_dcb_rx_conf,
     pub vmdq_rx_conf: rte_eth_vmdq_rx_conf,
-}
-impl Default for rte_eth_conf__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -3238,178 +1971,24 @@ pub union rte_eth_conf__bindgen_ty_2 {
     pub dcb_tx_conf: rte_eth_dcb_tx_conf,
     pub vmdq_tx_conf: rte_eth_vmdq_tx_conf,
 }
-impl Default for rte_eth_conf__bindgen_ty_2 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_eth_conf {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dev_portconf {
     pub burst_size: u16,
     pub ring_size: u16,
     pub nb_queues: u16,
 }
 #[repr(C)]
+#[repr(align(8))]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_switch_info {
-    pub name: *const ::std::os::raw::c_char,
-    pub domain_id: u16,
-    pub port_id: u16,
-    pub rx_domain: u16,
-}
-impl Default for rte_eth_switch_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
+    pub _bindgen_opaque_blob: [u64; 2usize],
 }
 #[repr(C)]
 #[repr(align(4))]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_rxseg_capa {
-    pub _bitfield_align_1: [u8; 0],
-    pub _bitfield_1: __BindgenBitfieldUnit<[u8; 1usize]>,
-    pub max_nseg: u16,
-    pub reserved: u16,
-}
-impl rte_eth_rxseg_capa {
-    #[inline]
-    pub fn multi_pools(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(0usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_multi_pools(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(0usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn multi_pools_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                0usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_multi_pools_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                0usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn offset_allowed(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(1usize, 1u8) as u32) }
-    }
-    #[inline]
-    pub fn set_offset_allowed(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(1usize, 1u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn offset_allowed_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                1usize,
-                1u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_offset_allowed_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                1usize,
-                1u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn offset_align_log2(&self) -> u32 {
-        unsafe { ::std::mem::transmute(self._bitfield_1.get(2usize, 4u8) as u32) }
-    }
-    #[inline]
-    pub fn set_offset_align_log2(&mut self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            self._bitfield_1.set(2usize, 4u8, val as u64)
-        }
-    }
-    #[inline]
-    pub unsafe fn offset_align_log2_raw(this: *const Self) -> u32 {
-        unsafe {
-            ::std::mem::transmute(<__BindgenBitfieldUnit<[u8; 1usize]>>::raw_get(
-                ::std::ptr::addr_of!((*this)._bitfield_1),
-                2usize,
-                4u8,
-            ) as u32)
-        }
-    }
-    #[inline]
-    pub unsafe fn set_offset_align_log2_raw(this: *mut Self, val: u32) {
-        unsafe {
-            let val: u32 = ::std::mem::transmute(val);
-            <__BindgenBitfieldUnit<[u8; 1usize]>>::raw_set(
-                ::std::ptr::addr_of_mut!((*this)._bitfield_1),
-                2usize,
-                4u8,
-                val as u64,
-            )
-        }
-    }
-    #[inline]
-    pub fn new_bitfield_1(
-        multi_pools: u32,
-        offset_allowed: u32,
-        offset_align_log2: u32,
-    ) -> __BindgenBitfieldUnit<[u8; 1usize]> {
-        let mut __bindgen_bitfield_unit: __BindgenBitfieldUnit<[u8; 1usize]> = Default::default();
-        __bindgen_bitfield_unit.set(0usize, 1u8, {
-            let multi_pools: u32 = unsafe { ::std::mem::transmute(multi_pools) };
-            multi_pools as u64
-        });
-        __bindgen_bitfield_unit.set(1usize, 1u8, {
-            let offset_allowed: u32 = unsafe { ::std::mem::transmute(offset_allowed) };
-            offset_allowed as u64
-        });
-        __bindgen_bitfield_unit.set(2usize, 4u8, {
-            let offset_align_log2: u32 = unsafe { ::std::mem::transmute(offset_align_log2) };
-            offset_align_log2 as u64
-        });
-        __bindgen_bitfield_unit
-    }
+    pub _bindgen_opaque_blob: [u32; 2usize],
 }
 pub const RTE_ETH_REPRESENTOR_NONE: rte_eth_representor_type = 0;
 pub const RTE_ETH_REPRESENTOR_VF: rte_eth_representor_type = 1;
@@ -3465,15 +2044,6 @@ pub struct rte_eth_dev_info {
     pub reserved_64s: [u64; 2usize],
     pub reserved_ptrs: [*mut ::std::os::raw::c_void; 2usize],
 }
-impl Default for rte_eth_dev_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[repr(align(64))]
 #[derive(Debug, Copy, Clone)]
@@ -3486,15 +2056,6 @@ pub struct rte_eth_rxq_info {
     pub rx_buf_size: u16,
     pub avail_thresh: u8,
 }
-impl Default for rte_eth_rxq_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[repr(align(64))]
 #[derive(Debug, Copy, Clone)]
@@ -3503,32 +2064,14 @@ pub struct rte_eth_txq_info {
     pub nb_desc: u16,
     pub queue_state: u8,
 }
-impl Default for rte_eth_txq_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_burst_mode {
     pub flags: u64,
     pub info: [::std::os::raw::c_char; 1024usize],
 }
-impl Default for rte_eth_burst_mode {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_xstat {
     pub id: u64,
     pub value: u64,
@@ -3538,15 +2081,6 @@ pub struct rte_eth_xstat {
 pub struct rte_eth_xstat_name {
     pub name: [::std::os::raw::c_char; 64usize],
 }
-impl Default for rte_eth_xstat_name {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dcb_tc_queue_mapping {
@@ -3554,25 +2088,16 @@ pub struct rte_eth_dcb_tc_queue_mapping {
     pub tc_txq: [[rte_eth_dcb_tc_queue_mapping__bindgen_ty_2; 8usize]; 64usize],
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dcb_tc_queue_mapping__bindgen_ty_1 {
     pub base: u16,
     pub nb_queue: u16,
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dcb_tc_queue_mapping__bindgen_ty_2 {
     pub base: u16,
     pub nb_queue: u16,
-}
-impl Default for rte_eth_dcb_tc_queue_mapping {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -3582,22 +2107,13 @@ pub struct rte_eth_dcb_info {
     pub tc_bws: [u8; 8usize],
     pub tc_queue: rte_eth_dcb_tc_queue_mapping,
 }
-impl Default for rte_eth_dcb_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 pub const RTE_ETH_FEC_NOFEC: rte_eth_fec_mode = 0;
 pub const RTE_ETH_FEC_AUTO: rte_eth_fec_mode = 1;
 pub const RTE_ETH_FEC_BASER: rte_eth_fec_mode = 2;
 pub const RTE_ETH_FEC_RS: rte_eth_fec_mode = 3;
 pub type rte_eth_fec_mode = ::std::os::raw::c_uint;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_fec_capa {
     pub speed: u32,
     pub capa: u32,
@@ -3626,7 +2142,7 @@ pub const RTE_ETH_DEV_ATTACHED: rte_eth_dev_state = 1;
 pub const RTE_ETH_DEV_REMOVED: rte_eth_dev_state = 2;
 pub type rte_eth_dev_state = ::std::os::raw::c_uint;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_dev_sriov {
     pub active: u8,
     pub nb_q_per_pool: u8,
@@ -3639,67 +2155,58 @@ pub struct rte_eth_dev_owner {
     pub id: u64,
     pub name: [::std::os::raw::c_char; 64usize],
 }
-impl Default for rte_eth_dev_owner {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_find_next_owned_by(port_id: u16, owner_id: u64) -> u64;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_find_next(port_id: u16) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_find_next_of(port_id_start: u16, parent: *const rte_device) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_find_next_sibling(port_id_start: u16, ref_port_id: u16) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_owner_new(owner_id: *mut u64) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_owner_set(
         port_id: u16,
         owner: *const rte_eth_dev_owner,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_owner_unset(port_id: u16, owner_id: u64) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_owner_delete(owner_id: u64) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_owner_get(
         port_id: u16,
         owner: *mut rte_eth_dev_owner,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_count_avail() -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_count_total() -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_speed_bitflag(speed: u32, duplex: ::std::os::raw::c_int) -> u32;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_offload_name(offload: u64) -> *const ::std::os::raw::c_char;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_tx_offload_name(offload: u64) -> *const ::std::os::raw::c_char;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_capability_name(capability: u64) -> *const ::std::os::raw::c_char;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_configure(
         port_id: u16,
         nb_rx_queue: u16,
@@ -3707,10 +2214,10 @@ unsafe extern "C" {
         eth_conf: *const rte_eth_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_is_removed(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_queue_setup(
         port_id: u16,
         rx_queue_id: u16,
@@ -3720,7 +2227,7 @@ unsafe extern "C" {
         mb_pool: *mut rte_mempool,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_hairpin_queue_setup(
         port_id: u16,
         rx_queue_id: u16,
@@ -3728,7 +2235,7 @@ unsafe extern "C" {
         conf: *const rte_eth_hairpin_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_queue_setup(
         port_id: u16,
         tx_queue_id: u16,
@@ -3737,7 +2244,7 @@ unsafe extern "C" {
         tx_conf: *const rte_eth_txconf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_hairpin_queue_setup(
         port_id: u16,
         tx_queue_id: u16,
@@ -3745,7 +2252,7 @@ unsafe extern "C" {
         conf: *const rte_eth_hairpin_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_hairpin_get_peer_ports(
         port_id: u16,
         peer_ports: *mut u16,
@@ -3753,103 +2260,103 @@ unsafe extern "C" {
         direction: u32,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_hairpin_bind(tx_port: u16, rx_port: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_hairpin_unbind(tx_port: u16, rx_port: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_socket_id(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_is_valid_port(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_queue_start(port_id: u16, rx_queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_queue_stop(port_id: u16, rx_queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_tx_queue_start(port_id: u16, tx_queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_tx_queue_stop(port_id: u16, tx_queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_start(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_stop(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_link_up(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_link_down(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_close(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_reset(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_promiscuous_enable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_promiscuous_disable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_promiscuous_get(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_allmulticast_enable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_allmulticast_disable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_allmulticast_get(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_link_get(port_id: u16, link: *mut rte_eth_link) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_link_get_nowait(port_id: u16, link: *mut rte_eth_link) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_link_speed_to_str(link_speed: u32) -> *const ::std::os::raw::c_char;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_link_to_str(
         str_: *mut ::std::os::raw::c_char,
         len: usize,
         eth_link: *const rte_eth_link,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_stats_get(port_id: u16, stats: *mut rte_eth_stats) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_stats_reset(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_get_names(
         port_id: u16,
         xstats_names: *mut rte_eth_xstat_name,
         size: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_get(
         port_id: u16,
         xstats: *mut rte_eth_xstat,
         n: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_get_names_by_id(
         port_id: u16,
         xstats_names: *mut rte_eth_xstat_name,
@@ -3857,7 +2364,7 @@ unsafe extern "C" {
         ids: *mut u64,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_get_by_id(
         port_id: u16,
         ids: *const u64,
@@ -3865,61 +2372,61 @@ unsafe extern "C" {
         size: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_get_id_by_name(
         port_id: u16,
         xstat_name: *const ::std::os::raw::c_char,
         id: *mut u64,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_xstats_reset(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_tx_queue_stats_mapping(
         port_id: u16,
         tx_queue_id: u16,
         stat_idx: u8,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_rx_queue_stats_mapping(
         port_id: u16,
         rx_queue_id: u16,
         stat_idx: u8,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_macaddr_get(
         port_id: u16,
         mac_addr: *mut rte_ether_addr,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_macaddrs_get(
         port_id: u16,
         ma: *mut rte_ether_addr,
         num: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_info_get(
         port_id: u16,
         dev_info: *mut rte_eth_dev_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_conf_get(port_id: u16, dev_conf: *mut rte_eth_conf)
-    -> ::std::os::raw::c_int;
+        -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_fw_version_get(
         port_id: u16,
         fw_version: *mut ::std::os::raw::c_char,
         fw_size: usize,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_supported_ptypes(
         port_id: u16,
         ptype_mask: u32,
@@ -3927,7 +2434,7 @@ unsafe extern "C" {
         num: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_ptypes(
         port_id: u16,
         ptype_mask: u32,
@@ -3935,57 +2442,57 @@ unsafe extern "C" {
         num: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_mtu(port_id: u16, mtu: *mut u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_mtu(port_id: u16, mtu: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_vlan_filter(
         port_id: u16,
         vlan_id: u16,
         on: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_vlan_strip_on_queue(
         port_id: u16,
         rx_queue_id: u16,
         on: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_vlan_ether_type(
         port_id: u16,
         vlan_type: rte_vlan_type,
         tag_type: u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_vlan_offload(
         port_id: u16,
         offload_mask: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_vlan_offload(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_vlan_pvid(
         port_id: u16,
         pvid: u16,
         on: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_avail_thresh_set(
         port_id: u16,
         queue_id: u16,
         avail_thresh: u8,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_avail_thresh_query(
         port_id: u16,
         queue_id: *mut u16,
@@ -4008,43 +2515,34 @@ pub struct rte_eth_dev_tx_buffer {
     pub length: u16,
     pub pkts: __IncompleteArrayField<*mut rte_mbuf>,
 }
-impl Default for rte_eth_dev_tx_buffer {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_buffer_init(
         buffer: *mut rte_eth_dev_tx_buffer,
         size: u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_buffer_set_err_callback(
         buffer: *mut rte_eth_dev_tx_buffer,
         callback: buffer_tx_error_fn,
         userdata: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_buffer_drop_callback(
         pkts: *mut *mut rte_mbuf,
         unsent: u16,
         userdata: *mut ::std::os::raw::c_void,
     );
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_buffer_count_callback(
         pkts: *mut *mut rte_mbuf,
         unsent: u16,
         userdata: *mut ::std::os::raw::c_void,
     );
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_done_cleanup(
         port_id: u16,
         queue_id: u16,
@@ -4073,15 +2571,6 @@ pub struct rte_eth_event_macsec_desc {
     pub subtype: rte_eth_event_macsec_subtype,
     pub metadata: u64,
 }
-impl Default for rte_eth_event_macsec_desc {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 pub const RTE_ETH_EVENT_IPSEC_UNKNOWN: rte_eth_event_ipsec_subtype = 0;
 pub const RTE_ETH_EVENT_IPSEC_ESN_OVERFLOW: rte_eth_event_ipsec_subtype = 1;
 pub const RTE_ETH_EVENT_IPSEC_SA_TIME_EXPIRY: rte_eth_event_ipsec_subtype = 2;
@@ -4096,15 +2585,6 @@ pub type rte_eth_event_ipsec_subtype = ::std::os::raw::c_uint;
 pub struct rte_eth_event_ipsec_desc {
     pub subtype: rte_eth_event_ipsec_subtype,
     pub metadata: u64,
-}
-impl Default for rte_eth_event_ipsec_desc {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 pub const RTE_ETH_EVENT_UNKNOWN: rte_eth_event_type = 0;
 pub const RTE_ETH_EVENT_INTR_LSC: rte_eth_event_type = 1;
@@ -4131,7 +2611,7 @@ pub type rte_eth_dev_cb_fn = ::std::option::Option<
         ret_param: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int,
 >;
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_callback_register(
         port_id: u16,
         event: rte_eth_event_type,
@@ -4139,7 +2619,7 @@ unsafe extern "C" {
         cb_arg: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_callback_unregister(
         port_id: u16,
         event: rte_eth_event_type,
@@ -4147,13 +2627,13 @@ unsafe extern "C" {
         cb_arg: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_intr_enable(port_id: u16, queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_intr_disable(port_id: u16, queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_intr_ctl(
         port_id: u16,
         epfd: ::std::os::raw::c_int,
@@ -4161,7 +2641,7 @@ unsafe extern "C" {
         data: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_intr_ctl_q(
         port_id: u16,
         queue_id: u16,
@@ -4170,133 +2650,133 @@ unsafe extern "C" {
         data: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rx_intr_ctl_q_get_fd(port_id: u16, queue_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_led_on(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_led_off(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_fec_get_capability(
         port_id: u16,
         speed_fec_capa: *mut rte_eth_fec_capa,
         num: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_fec_get(port_id: u16, fec_capa: *mut u32) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_fec_set(port_id: u16, fec_capa: u32) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_flow_ctrl_get(
         port_id: u16,
         fc_conf: *mut rte_eth_fc_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_flow_ctrl_set(
         port_id: u16,
         fc_conf: *mut rte_eth_fc_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_priority_flow_ctrl_set(
         port_id: u16,
         pfc_conf: *mut rte_eth_pfc_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_mac_addr_add(
         port_id: u16,
         mac_addr: *mut rte_ether_addr,
         pool: u32,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_priority_flow_ctrl_queue_info_get(
         port_id: u16,
         pfc_queue_info: *mut rte_eth_pfc_queue_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_priority_flow_ctrl_queue_configure(
         port_id: u16,
         pfc_queue_conf: *mut rte_eth_pfc_queue_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_mac_addr_remove(
         port_id: u16,
         mac_addr: *mut rte_ether_addr,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_default_mac_addr_set(
         port_id: u16,
         mac_addr: *mut rte_ether_addr,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rss_reta_update(
         port_id: u16,
         reta_conf: *mut rte_eth_rss_reta_entry64,
         reta_size: u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rss_reta_query(
         port_id: u16,
         reta_conf: *mut rte_eth_rss_reta_entry64,
         reta_size: u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_uc_hash_table_set(
         port_id: u16,
         addr: *mut rte_ether_addr,
         on: u8,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_uc_all_hash_table_set(port_id: u16, on: u8) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_set_queue_rate_limit(
         port_id: u16,
         queue_idx: u16,
         tx_rate: u32,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rss_hash_update(
         port_id: u16,
         rss_conf: *mut rte_eth_rss_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_rss_hash_conf_get(
         port_id: u16,
         rss_conf: *mut rte_eth_rss_conf,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_udp_tunnel_port_add(
         port_id: u16,
         tunnel_udp: *mut rte_eth_udp_tunnel,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_udp_tunnel_port_delete(
         port_id: u16,
         tunnel_udp: *mut rte_eth_udp_tunnel,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_dcb_info(
         port_id: u16,
         dcb_info: *mut rte_eth_dcb_info,
@@ -4307,7 +2787,7 @@ unsafe extern "C" {
 pub struct rte_eth_rxtx_callback {
     _unused: [u8; 0],
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_add_rx_callback(
         port_id: u16,
         queue_id: u16,
@@ -4315,7 +2795,7 @@ unsafe extern "C" {
         user_param: *mut ::std::os::raw::c_void,
     ) -> *const rte_eth_rxtx_callback;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_add_first_rx_callback(
         port_id: u16,
         queue_id: u16,
@@ -4323,7 +2803,7 @@ unsafe extern "C" {
         user_param: *mut ::std::os::raw::c_void,
     ) -> *const rte_eth_rxtx_callback;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_add_tx_callback(
         port_id: u16,
         queue_id: u16,
@@ -4331,158 +2811,158 @@ unsafe extern "C" {
         user_param: *mut ::std::os::raw::c_void,
     ) -> *const rte_eth_rxtx_callback;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_remove_rx_callback(
         port_id: u16,
         queue_id: u16,
         user_cb: *const rte_eth_rxtx_callback,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_remove_tx_callback(
         port_id: u16,
         queue_id: u16,
         user_cb: *const rte_eth_rxtx_callback,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_queue_info_get(
         port_id: u16,
         queue_id: u16,
         qinfo: *mut rte_eth_rxq_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_queue_info_get(
         port_id: u16,
         queue_id: u16,
         qinfo: *mut rte_eth_txq_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_burst_mode_get(
         port_id: u16,
         queue_id: u16,
         mode: *mut rte_eth_burst_mode,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_burst_mode_get(
         port_id: u16,
         queue_id: u16,
         mode: *mut rte_eth_burst_mode,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_get_monitor_addr(
         port_id: u16,
         queue_id: u16,
         pmc: *mut rte_power_monitor_cond,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_reg_info(
         port_id: u16,
         info: *mut rte_dev_reg_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_eeprom_length(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_eeprom(
         port_id: u16,
         info: *mut rte_dev_eeprom_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_eeprom(
         port_id: u16,
         info: *mut rte_dev_eeprom_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_module_info(
         port_id: u16,
         modinfo: *mut rte_eth_dev_module_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_module_eeprom(
         port_id: u16,
         info: *mut rte_dev_eeprom_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_set_mc_addr_list(
         port_id: u16,
         mc_addr_set: *mut rte_ether_addr,
         nb_mc_addr: u32,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_enable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_disable(port_id: u16) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_read_rx_timestamp(
         port_id: u16,
         timestamp: *mut timespec,
         flags: u32,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_read_tx_timestamp(
         port_id: u16,
         timestamp: *mut timespec,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_adjust_time(port_id: u16, delta: i64) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_read_time(port_id: u16, time: *mut timespec) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_timesync_write_time(
         port_id: u16,
         time: *const timespec,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_read_clock(port_id: u16, clock: *mut u64) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_port_by_name(
         name: *const ::std::os::raw::c_char,
         port_id: *mut u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_name_by_port(
         port_id: u16,
         name: *mut ::std::os::raw::c_char,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_adjust_nb_rx_tx_desc(
         port_id: u16,
         nb_rx_desc: *mut u16,
         nb_tx_desc: *mut u16,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_pool_ops_supported(
         port_id: u16,
         pool: *const ::std::os::raw::c_char,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_get_sec_ctx(port_id: u16) -> *mut ::std::os::raw::c_void;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_hairpin_capability_get(
         port_id: u16,
         cap: *mut rte_eth_hairpin_cap,
@@ -4505,24 +2985,6 @@ pub union rte_eth_representor_range__bindgen_ty_1 {
     pub vf: ::std::os::raw::c_int,
     pub sf: ::std::os::raw::c_int,
 }
-impl Default for rte_eth_representor_range__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_eth_representor_range {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 pub struct rte_eth_representor_info {
     pub controller: u16,
@@ -4531,45 +2993,36 @@ pub struct rte_eth_representor_info {
     pub nb_ranges: u32,
     pub ranges: __IncompleteArrayField<rte_eth_representor_range>,
 }
-impl Default for rte_eth_representor_info {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_representor_info_get(
         port_id: u16,
         info: *mut rte_eth_representor_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_metadata_negotiate(port_id: u16, features: *mut u64)
-    -> ::std::os::raw::c_int;
+        -> ::std::os::raw::c_int;
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_ip_reassembly_params {
     pub timeout_ms: u32,
     pub max_frags: u16,
     pub flags: u16,
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_ip_reassembly_capability_get(
         port_id: u16,
         capa: *mut rte_eth_ip_reassembly_params,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_ip_reassembly_conf_get(
         port_id: u16,
         conf: *mut rte_eth_ip_reassembly_params,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_ip_reassembly_conf_set(
         port_id: u16,
         conf: *const rte_eth_ip_reassembly_params,
@@ -4582,19 +3035,10 @@ pub struct rte_eth_ip_reassembly_dynfield_t {
     pub time_spent: u16,
     pub nb_frags: u16,
 }
-impl Default for rte_eth_ip_reassembly_dynfield_t {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_dev_priv_dump(port_id: u16, file: *mut FILE) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_rx_descriptor_dump(
         port_id: u16,
         queue_id: u16,
@@ -4603,7 +3047,7 @@ unsafe extern "C" {
         file: *mut FILE,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_tx_descriptor_dump(
         port_id: u16,
         queue_id: u16,
@@ -4616,7 +3060,7 @@ pub const RTE_ETH_CMAN_OBJ_RX_QUEUE: rte_eth_cman_obj = 1;
 pub const RTE_ETH_CMAN_OBJ_RX_QUEUE_MEMPOOL: rte_eth_cman_obj = 2;
 pub type rte_eth_cman_obj = ::std::os::raw::c_uint;
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_eth_cman_info {
     pub modes_supported: u64,
     pub objs_supported: u64,
@@ -4636,58 +3080,31 @@ pub union rte_eth_cman_config__bindgen_ty_1 {
     pub rx_queue: u16,
     pub rsvd_obj_params: [u8; 4usize],
 }
-impl Default for rte_eth_cman_config__bindgen_ty_1 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union rte_eth_cman_config__bindgen_ty_2 {
     pub red: rte_cman_red_params,
     pub rsvd_mode_params: [u8; 4usize],
 }
-impl Default for rte_eth_cman_config__bindgen_ty_2 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-impl Default for rte_eth_cman_config {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_cman_info_get(
         port_id: u16,
         info: *mut rte_eth_cman_info,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_cman_config_init(
         port_id: u16,
         config: *mut rte_eth_cman_config,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_cman_config_set(
         port_id: u16,
         config: *const rte_eth_cman_config,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_cman_config_get(
         port_id: u16,
         config: *mut rte_eth_cman_config,
@@ -4703,15 +3120,6 @@ pub struct rte_eth_dev_callback {
 pub struct rte_eth_dev_cb_list {
     pub tqh_first: *mut rte_eth_dev_callback,
     pub tqh_last: *mut *mut rte_eth_dev_callback,
-}
-impl Default for rte_eth_dev_cb_list {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -4753,15 +3161,6 @@ pub struct rte_ethdev_qdata {
     pub data: *mut *mut ::std::os::raw::c_void,
     pub clbk: *mut *mut ::std::os::raw::c_void,
 }
-impl Default for rte_ethdev_qdata {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[repr(align(64))]
 #[derive(Debug, Copy, Clone)]
@@ -4777,16 +3176,7 @@ pub struct rte_eth_fp_ops {
     pub txq: rte_ethdev_qdata,
     pub reserved2: [usize; 3usize],
 }
-impl Default for rte_eth_fp_ops {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_call_rx_callbacks(
         port_id: u16,
         queue_id: u16,
@@ -4796,7 +3186,7 @@ unsafe extern "C" {
         opaque: *mut ::std::os::raw::c_void,
     ) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_call_tx_callbacks(
         port_id: u16,
         queue_id: u16,
@@ -4805,14 +3195,14 @@ unsafe extern "C" {
         opaque: *mut ::std::os::raw::c_void,
     ) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn rte_eth_buffer_split_get_supported_hdr_ptypes(
         port_id: u16,
         ptypes: *mut u32,
         num: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_eth_rx_burst(
         port_id: u16,
         queue_id: u16,
@@ -4820,7 +3210,7 @@ unsafe extern "C" {
         nb_pkts: u16,
     ) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_eth_tx_burst(
         port_id: u16,
         queue_id: u16,
@@ -4828,30 +3218,30 @@ unsafe extern "C" {
         nb_pkts: u16,
     ) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_pktmbuf_alloc_bulk(
         pool: *mut rte_mempool,
         mbufs: *mut *mut rte_mbuf,
         count: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_pktmbuf_data_room_size(mp: *mut rte_mempool) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_pktmbuf_priv_size(mp: *mut rte_mempool) -> u16;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_errno() -> ::std::os::raw::c_int;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_lcore_id() -> ::std::os::raw::c_uint;
 }
-unsafe extern "C" {
+extern "C" {
     pub fn pktvec_rte_mbuf_size() -> ::std::os::raw::c_uint;
 }
 #[repr(C)]
-#[derive(Debug, Default, Copy, Clone)]
+#[derive(Debug, Copy, Clone)]
 pub struct rte_class {
     pub _address: u8,
 }

@@ -113,7 +113,9 @@ impl Port {
                 ),
             });
         }
-        let mut conf = sys::rte_eth_conf::default();
+        // SAFETY: rte_eth_conf is plain C data (integers, pointers, unions of them); all
+        // zeroes is DPDK's documented default configuration.
+        let mut conf: sys::rte_eth_conf = unsafe { std::mem::zeroed() };
         if cfg.rx_queues > 1 && info.flow_type_rss_offloads != 0 {
             conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads;
@@ -190,7 +192,8 @@ impl Port {
 
     /// The port's counters now.
     pub fn stats(&self) -> PortStats {
-        let mut s = sys::rte_eth_stats::default();
+        // SAFETY: rte_eth_stats is plain integers; DPDK overwrites it.
+        let mut s: sys::rte_eth_stats = unsafe { std::mem::zeroed() };
         // SAFETY: valid started port and out-pointer.
         if unsafe { sys::rte_eth_stats_get(self.id, &mut s) } != 0 {
             return PortStats::default();
