@@ -29,6 +29,7 @@
 
 pub mod perf;
 
+pub use pktvec_batcher as batcher;
 pub use pktvec_graph as graph;
 pub use pktvec_io as io;
 pub use pktvec_lookup as lookup;

@@ -364,12 +364,28 @@ impl<S: BurstSource> Node for Batcher<S> {
             let q = &mut self.queues;
             let qu = &mut q.q[i];
             let k = take.min(qu.bufs.len());
-            for _ in 0..k {
-                let (Some(bi), Some(t)) = (qu.bufs.pop_front(), qu.times.pop_front()) else {
-                    break;
-                };
-                q.hist.add(now.saturating_sub(t), 1);
-                frame.push(bi);
+            frame.extend_from_slice(qu.bufs.as_slices().0.get(..k).unwrap_or(&[]));
+            if frame.len() < k {
+                // The ring wrapped: the rest is at the start of its second half.
+                let got = frame.len();
+                frame.extend_from_slice(&qu.bufs.as_slices().1[..k - got]);
+            }
+            qu.bufs.drain(..k);
+            // Arrival times come in runs (one per burst): one histogram update per run.
+            let mut run: Option<(u64, u64)> = None;
+            for t in qu.times.drain(..k) {
+                match run {
+                    Some((rt, ref mut n)) if rt == t => *n += 1,
+                    _ => {
+                        if let Some((rt, n)) = run {
+                            q.hist.add(now.saturating_sub(rt), n);
+                        }
+                        run = Some((t, 1));
+                    }
+                }
+            }
+            if let Some((rt, n)) = run {
+                q.hist.add(now.saturating_sub(rt), n);
             }
             q.held -= k;
             qu.stats.packets += k as u64;

@@ -122,9 +122,16 @@ type NextSel = (u16, u8, Vec<(u64, u8)>);
 #[derive(Clone, Debug)]
 struct Header {
     name: String,
-    length: Length,
+    /// Fixed length, or 0: length from a field (`len_*`).
+    len_fixed: u16,
+    len_off: u16,
+    len_shift: u8,
+    len_mask: u8,
+    len_mul: u16,
     /// (global field index, offset, bytes)
     fields: Vec<(u8, u16, u8)>,
+    /// Bits of `fields`' global indices: skip the loop when none is needed.
+    field_mask: u64,
     next: Option<NextSel>,
     layer: Option<Layer>,
 }
@@ -328,12 +335,27 @@ impl ProtocolGraph {
                     Some((f.offset, f.bytes, map))
                 }
             };
-            if let Length::FromField { multiply: 0, .. } = h.length {
-                return bad(format!("header {}: length multiply 0", h.name));
-            }
+            let (len_fixed, len_off, len_shift, len_mask, len_mul) = match h.length {
+                Length::Fixed(0) => return bad(format!("header {}: length 0", h.name)),
+                Length::Fixed(n) => (n, 0, 0, 0, 0),
+                Length::FromField { multiply: 0, .. } => {
+                    return bad(format!("header {}: length multiply 0", h.name))
+                }
+                Length::FromField {
+                    offset,
+                    shift,
+                    mask,
+                    multiply,
+                } => (0, offset, shift.min(7), mask, multiply),
+            };
             headers.push(Header {
                 name: h.name.clone(),
-                length: h.length.clone(),
+                len_fixed,
+                len_off,
+                len_shift,
+                len_mask,
+                len_mul,
+                field_mask: fields.iter().fold(0, |a, f| a | 1u64 << f.0),
                 fields,
                 next,
                 layer: h.layer,
@@ -394,46 +416,41 @@ impl ProtocolGraph {
         out.l3_offset = 0;
         out.l4_offset = 0;
         out.truncated = false;
-        let mut h = self.first;
+        let mut h = self.first as usize;
         let mut off = 0usize;
-        loop {
-            let hd = &self.headers[h as usize];
-            let rest = &pkt[off.min(pkt.len())..];
-            let len = match hd.length {
-                Length::Fixed(n) => n as usize,
-                Length::FromField {
-                    offset,
-                    shift,
-                    mask,
-                    multiply,
-                } => match rest.get(offset as usize) {
-                    Some(&b) => ((b >> shift) & mask) as usize * multiply as usize,
+        for depth in 0..MAX_DEPTH {
+            let hd = &self.headers[h];
+            let len = if hd.len_fixed != 0 {
+                hd.len_fixed as usize
+            } else {
+                match pkt.get(off + hd.len_off as usize) {
+                    Some(&b) => ((b >> hd.len_shift) & hd.len_mask) as usize * hd.len_mul as usize,
                     None => {
                         out.truncated = true;
                         return;
                     }
-                },
+                }
             };
-            if len == 0 || rest.len() < len || out.depth as usize == MAX_DEPTH {
-                out.truncated = rest.len() < len || len == 0;
+            let Some(hdr) = pkt.get(off..off + len).filter(|_| len != 0) else {
+                out.truncated = true;
                 return;
-            }
-            let hdr = &rest[..len];
+            };
             out.headers |= 1 << h;
-            out.stack[out.depth as usize] = h;
-            out.depth += 1;
+            out.stack[depth] = h as u8;
+            out.depth = depth as u8 + 1;
             match hd.layer {
                 Some(Layer::L3) if out.l3_offset == 0 => out.l3_offset = off as u16,
                 Some(Layer::L4) if out.l4_offset == 0 => out.l4_offset = off as u16,
                 _ => {}
             }
-            for &(fi, fo, fb) in &hd.fields {
-                if needed & (1 << fi) == 0 {
-                    continue;
-                }
-                if let Some(v) = read_be(hdr, fo, fb) {
-                    out.fields[fi as usize] = v;
-                    out.valid |= 1 << fi;
+            if needed & hd.field_mask != 0 {
+                for &(fi, fo, fb) in &hd.fields {
+                    if needed & (1 << fi) != 0 {
+                        if let Some(v) = read_be(hdr, fo, fb) {
+                            out.fields[fi as usize] = v;
+                            out.valid |= 1 << fi;
+                        }
+                    }
                 }
             }
             let Some((no, nb, map)) = &hd.next else {
@@ -446,7 +463,7 @@ impl ProtocolGraph {
                 return;
             };
             off += len;
-            h = next;
+            h = next as usize;
         }
     }
 }
@@ -454,6 +471,14 @@ impl ProtocolGraph {
 /// `bytes` big-endian bytes at `offset` of `hdr`, if they fit.
 #[inline(always)]
 fn read_be(hdr: &[u8], offset: u16, bytes: u8) -> Option<u64> {
-    let s = hdr.get(offset as usize..offset as usize + bytes as usize)?;
-    Some(s.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
+    let o = offset as usize;
+    Some(match bytes {
+        1 => *hdr.get(o)? as u64,
+        2 => u16::from_be_bytes(hdr.get(o..o + 2)?.try_into().ok()?) as u64,
+        4 => u32::from_be_bytes(hdr.get(o..o + 4)?.try_into().ok()?) as u64,
+        _ => hdr
+            .get(o..o + bytes as usize)?
+            .iter()
+            .fold(0u64, |a, &b| (a << 8) | b as u64),
+    })
 }
