@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Seed 001 Fig. 5 in software: I1/D1 misses per packet (cachegrind, deterministic) and
+cycles per packet (TSC) of l3fwd behind the path-based batcher, off and at batch sizes
+1..256, on alternating, realistic and single-path traffic; added latency per batch size
+and flush deadline. Writes docs/results/batcher.json and the SVG plots.
+
+    cargo build --release --example ppb
+    flock /tmp/pktvec-bench.lock python3 scripts/ppb_sweep.py --target target/release/examples
+"""
+import argparse, json, os, re, statistics, subprocess
+
+BATCHES = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+def ppb(target, args):
+    out = subprocess.run([f'{target}/ppb', '--json'] + args, capture_output=True, text=True, check=True).stdout
+    return json.loads(out[out.index('{'):])
+
+def cachegrind(target, traffic, batch, n, i1):
+    cmd = ['valgrind', '--tool=cachegrind', '--cache-sim=yes', '--cachegrind-out-file=/dev/null']
+    if i1:
+        cmd.append(f'--I1={i1},8,64')
+    cmd += [f'{target}/ppb', '--json', '--traffic', traffic, '--batch', str(batch), '-n', str(n),
+            '--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    get = lambda k: int(re.search(rf'{k}\s+([\d,]+)', p.stderr).group(1).replace(',', ''))
+    return {'I1': get('I1  misses:'), 'D1': get('D1  misses:'), 'Ir': get('I   refs:')}
+
+def line_svg(path, title, ylabel, series, xs):
+    """series: {label: [y per x]} (None = missing); x on a log2 axis, 'off' at the left."""
+    W, H, L, B, T = 640, 380, 70, 50, 34
+    ys = [y for s in series.values() for y in s if y is not None]
+    ymax = max(ys) * 1.1 if ys else 1
+    px = lambda i: L + (W - L - 20) * i / (len(xs) - 1)
+    py = lambda v: H - B - (H - B - T) * v / ymax
+    colors = ['#2a6', '#c33', '#36c', '#a6a', '#888']
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+         f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
+         f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/><line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>',
+         f'<text x="14" y="{(H-B+T)/2}" transform="rotate(-90 14 {(H-B+T)/2})" text-anchor="middle">{ylabel}</text>',
+         f'<text x="{(W+L)/2}" y="{H-8}" text-anchor="middle">batch size (off = batcher off)</text>']
+    for k in range(5):
+        v = ymax * k / 4
+        o.append(f'<line x1="{L}" y1="{py(v)}" x2="{W-10}" y2="{py(v)}" stroke="#ddd"/><text x="{L-6}" y="{py(v)+4}" text-anchor="end">{v:.3g}</text>')
+    for i, x in enumerate(xs):
+        o.append(f'<text x="{px(i)}" y="{H-B+16}" text-anchor="middle">{"off" if x == 0 else x}</text>')
+    for j, (lab, s) in enumerate(series.items()):
+        c = colors[j % len(colors)]
+        pts = [(px(i), py(y)) for i, y in enumerate(s) if y is not None]
+        o.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}"/>')
+        o += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{c}"/>' for a, b in pts]
+        o.append(f'<rect x="{W-200}" y="{T+4+16*j}" width="10" height="10" fill="{c}"/><text x="{W-186}" y="{T+13+16*j}">{lab}</text>')
+    o.append('</svg>')
+    open(path, 'w').write('\n'.join(o))
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--target', default=os.environ.get('CARGO_TARGET_DIR', 'target') + '/release/examples')
+    ap.add_argument('--json', default='docs/results/batcher.json')
+    ap.add_argument('--svg-prefix', default='docs/results/batcher')
+    ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('-n', type=int, default=4_000_000)
+    ap.add_argument('--skip-cachegrind', action='store_true')
+    a = ap.parse_args()
+    res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}}
+    # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
+    if not a.skip_cachegrind:
+        for i1 in (None, 8192):
+            for traffic in ('alternating', 'realistic'):
+                key = f'{traffic}-I1-{i1 or "host"}'
+                res['cachegrind'][key] = []
+                for b in BATCHES:
+                    lo = cachegrind(a.target, traffic, b, 50_000, i1)
+                    hi = cachegrind(a.target, traffic, b, 150_000, i1)
+                    per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
+                    res['cachegrind'][key].append(per)
+                    print(f'{key} batch {b}: I1 {per["I1"]:.3f} D1 {per["D1"]:.3f} Ir {per["Ir"]:.0f} per packet', flush=True)
+    # Cycles per packet end to end: reps interleaved over batch sizes.
+    for traffic in ('alternating', 'realistic', 'single'):
+        runs = {b: [] for b in BATCHES}
+        lat = {b: None for b in BATCHES}
+        for rep in range(a.reps):
+            for b in BATCHES:
+                j = ppb(a.target, ['--traffic', traffic, '--batch', str(b), '-n', str(a.n)])
+                runs[b].append(j['cycles_per_packet'])
+                lat[b] = (j['batcher']['latency_p50_ns'], j['batcher']['latency_p99_ns'])
+        res['cycles'][traffic] = {str(b): runs[b] for b in BATCHES}
+        res['latency'][traffic] = {str(b): lat[b] for b in BATCHES}
+        med = {b: statistics.median(runs[b]) for b in BATCHES}
+        print(traffic, ' '.join(f'{b}:{med[b]:.0f}' for b in BATCHES), flush=True)
+    # Deadlines at batch 128 (alternating and realistic).
+    res['deadline'] = {}
+    for traffic in ('alternating', 'realistic'):
+        for d in (10, 100, 1000):
+            j = ppb(a.target, ['--traffic', traffic, '--batch', '128', '--deadline-us', str(d), '-n', str(a.n)])
+            res['deadline'][f'{traffic}-{d}'] = {'p50_ns': j['batcher']['latency_p50_ns'], 'p99_ns': j['batcher']['latency_p99_ns'],
+                                                 'max_ns': j['batcher']['latency_max_ns'], 'cycles_per_packet': j['cycles_per_packet'],
+                                                 'deadline_flushes': sum(q['deadline_flushes'] for q in j['batcher']['queues'])}
+            print(traffic, d, res['deadline'][f'{traffic}-{d}'], flush=True)
+    json.dump(res, open(a.json, 'w'), indent=1)
+    draw(res, a.svg_prefix)
+
+def draw(res, prefix):
+    xs = res['batches']
+    if res['cachegrind']:
+        for ev in ('I1', 'D1'):
+            line_svg(f'{prefix}-{ev.lower()}.svg', f'{ev} misses per packet (cachegrind), l3fwd behind the batcher', f'{ev} misses / packet',
+                     {k: [p[ev] for p in v] for k, v in res['cachegrind'].items()}, xs)
+    line_svg(f'{prefix}-cycles.svg', 'cycles per packet end to end (TSC, median), batcher included', 'cycles / packet',
+             {t: [statistics.median(v[str(b)]) for b in xs] for t, v in res['cycles'].items()}, xs)
+
+if __name__ == '__main__':
+    main()
