@@ -1,7 +1,8 @@
 //! IPv4 LPM lookups (`pktvec::lookup::ipv4::Lpm4`): a generated 1M-prefix table with a real
 //! BGP prefix-length distribution, and the real tier1 table (901,899 prefixes) when present;
 //! random destinations; single lookup, and vectors of 256 keys without and with prefetch
-//! (sub-batched, and software-pipelined `lookup_vector_pipelined`), with the first level on
+//! (sub-batched, the staged `lookup_vector_raw` (AVX-512 where available) and its portable
+//! loop, and software-pipelined `lookup_vector_pipelined`), with the first level on
 //! transparent huge pages (the default) and on 4 KiB pages (`huge_pages: false`).
 //!
 //! ```text
@@ -85,6 +86,20 @@ fn bench(c: &mut Criterion) {
                     })
                 },
             );
+        }
+        // The staged `u32` form (AVX-512 where the CPU has it) and its portable loop.
+        for (name, simd) in [("vector-256-raw", true), ("vector-256-raw-portable", false)] {
+            g.bench_with_input(BenchmarkId::new(name, 128), &simd, |b, &simd| {
+                b.iter(|| {
+                    let p = next();
+                    if simd {
+                        lpm.lookup_vector_raw(&keys[p..p + VEC], &mut raw, 128);
+                    } else {
+                        lpm.lookup_vector_raw_portable(&keys[p..p + VEC], &mut raw, 128);
+                    }
+                    black_box(&raw);
+                })
+            });
         }
         g.bench_function(
             BenchmarkId::new("vector-256-pipelined", DEFAULT_PREFETCH_DISTANCE),

@@ -22,7 +22,7 @@
 //! checksum (a miss counted as 0xffffffff) and the run fails if the two libraries disagree.
 
 use pktvec::graph::clock;
-use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, MISS};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, DEFAULT_SUB_BATCH, MISS};
 use pktvec::lookup::routes::{self, Route4};
 use pktvec::packet::mem;
 use serde::Serialize;
@@ -195,7 +195,7 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
         ));
     }
     methods.push((
-        "vector-256 lookup_vector (Option, b=64)".into(),
+        format!("vector-256 lookup_vector (Option, b={DEFAULT_SUB_BATCH})"),
         false,
         Box::new(|k, o, _| {
             for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {

@@ -108,8 +108,8 @@ pub const REUSE_QUARANTINE: usize = 64;
 /// Largest accepted [`Lpm4Config::max_groups`] (2^24 groups, 16 GiB).
 pub const MAX_GROUPS_LIMIT: u32 = 1 << 24;
 /// Sub-batch size [`Lpm4::lookup_vector_batched`] callers start from.
-pub const DEFAULT_SUB_BATCH: usize = 64;
-/// Prefetch distance (keys ahead) of [`Lpm4::lookup_vector`].
+pub const DEFAULT_SUB_BATCH: usize = 128;
+/// Prefetch distance (keys ahead) [`Lpm4::lookup_vector_pipelined`] callers start from.
 pub const DEFAULT_PREFETCH_DISTANCE: usize = 16;
 
 const TBL24_LEN: usize = 1 << 24;
