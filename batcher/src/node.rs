@@ -249,12 +249,12 @@ impl<S: BurstSource> Batcher<S> {
             return 0;
         }
         let table = self.table.load();
-        let needed = table.fields_used();
+        let (needed, headers) = (table.fields_used(), table.headers_used());
         let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
         let q = &mut self.queues;
         for &bi in &self.scratch {
             self.graph
-                .parse_fields(pool.data(bi), &mut self.parsed, needed);
+                .parse_fields(pool.data(bi), &mut self.parsed, needed, headers);
             let path = (table.classify(&self.parsed) as usize).min(MAX_PATHS - 1);
             let p = &*self.parsed;
             let m = pool.meta_mut(bi);

@@ -141,6 +141,10 @@ struct Header {
 pub struct ProtocolGraph {
     first: u8,
     headers: Vec<Header>,
+    /// Per header: the headers reachable after it (transitively).
+    reach: Vec<u32>,
+    /// Per field: the header it belongs to.
+    field_header: Vec<u8>,
     field_names: Vec<String>,
     config: ProtocolGraphConfig,
 }
@@ -364,8 +368,39 @@ impl ProtocolGraph {
         let Some(first) = index(&cfg.first) else {
             return bad(format!("first header {:?} is not defined", cfg.first));
         };
+        // Reachability: iterate to a fixed point (at most MAX_HEADERS rounds).
+        let direct: Vec<u32> = headers
+            .iter()
+            .map(|h| {
+                h.next
+                    .as_ref()
+                    .map_or(0, |(_, _, m)| m.iter().fold(0, |a, &(_, t)| a | 1u32 << t))
+            })
+            .collect();
+        let mut reach = direct.clone();
+        loop {
+            let next: Vec<u32> = reach
+                .iter()
+                .map(|&r| {
+                    (0..headers.len())
+                        .filter(|&t| r & (1 << t) != 0)
+                        .fold(r, |a, t| a | direct[t])
+                })
+                .collect();
+            if next == reach {
+                break;
+            }
+            reach = next;
+        }
+        let field_header = headers
+            .iter()
+            .enumerate()
+            .flat_map(|(h, hd)| hd.fields.iter().map(move |_| h as u8))
+            .collect();
         Ok(ProtocolGraph {
             first: first as u8,
+            reach,
+            field_header,
             headers,
             field_names,
             config: cfg,
@@ -390,6 +425,11 @@ impl ProtocolGraph {
         self.headers.get(h as usize).map(|h| h.name.as_str())
     }
 
+    /// The header field `f` belongs to.
+    pub fn field_header(&self, f: u8) -> Option<u8> {
+        self.field_header.get(f as usize).copied()
+    }
+
     /// Index of a field by `header.field` name.
     pub fn field(&self, name: &str) -> Option<u8> {
         self.field_names
@@ -402,14 +442,16 @@ impl ProtocolGraph {
     /// out of bounds: a header that does not fit ends the parse with `truncated` set.
     #[inline]
     pub fn parse(&self, pkt: &[u8], out: &mut Parsed) {
-        self.parse_fields(pkt, out, u64::MAX)
+        self.parse_fields(pkt, out, u64::MAX, u32::MAX)
     }
 
     /// Like [`parse`](Self::parse), but extracts only the fields whose bit is set in
-    /// `needed` (the path table's [`PathTable::fields_used`](crate::path_table::PathTable::fields_used)):
-    /// the header walk is the same, the per-field work is skipped.
+    /// `needed` (the path table's [`PathTable::fields_used`](crate::path_table::PathTable::fields_used)),
+    /// and stops the walk after a header from which none of `headers` (bits of header
+    /// types, [`PathTable::headers_used`](crate::path_table::PathTable::headers_used)) can
+    /// follow: `truncated` then speaks of the headers walked.
     #[inline]
-    pub fn parse_fields(&self, pkt: &[u8], out: &mut Parsed, needed: u64) {
+    pub fn parse_fields(&self, pkt: &[u8], out: &mut Parsed, needed: u64, headers: u32) {
         out.headers = 0;
         out.depth = 0;
         out.valid = 0;
@@ -452,6 +494,9 @@ impl ProtocolGraph {
                         }
                     }
                 }
+            }
+            if self.reach[h] & headers == 0 {
+                return;
             }
             let Some((no, nb, map)) = &hd.next else {
                 return;

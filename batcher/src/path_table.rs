@@ -104,6 +104,7 @@ struct Compiled {
 #[derive(Clone, Debug)]
 pub struct PathTable {
     rules: Vec<Compiled>,
+    headers_used: u32,
     default_path: u16,
     config: PathTableConfig,
 }
@@ -145,8 +146,15 @@ impl PathTable {
                 truncated: r.truncated,
             });
         }
+        let headers_used = rules.iter().fold(0u32, |a, r| {
+            let owners = (0..64u8)
+                .filter(|f| r.valid & (1 << f) != 0)
+                .fold(0u32, |b, f| b | graph.field_header(f).map_or(0, |h| 1 << h));
+            a | r.headers | owners
+        });
         Ok(PathTable {
             rules,
+            headers_used,
             default_path: cfg.default_path,
             config: cfg,
         })
@@ -174,6 +182,12 @@ impl PathTable {
     /// Bit `f` set: some rule reads field `f` (what the parser must extract).
     pub fn fields_used(&self) -> u64 {
         self.rules.iter().fold(0, |a, r| a | r.valid)
+    }
+
+    /// Bit `h` set: some rule needs header type `h` (directly or through a field): the
+    /// parser walks no further than these.
+    pub fn headers_used(&self) -> u32 {
+        self.headers_used
     }
 
     /// The configuration.
