@@ -352,7 +352,10 @@ impl<S: BurstSource> Node for Batcher<S> {
             if picked.is_some() || idle || draining || !room {
                 break;
             }
-            idle = self.receive(cx.pool_mut(), v, now) == 0;
+            // Bursts of one batch: the packets held (and their cache lines) stay near one
+            // batch per path instead of a whole vector.
+            let burst = v.min(self.cfg.batch_size);
+            idle = self.receive(cx.pool_mut(), burst, now) == 0;
         }
         for i in 0..self.drops.len() {
             let bi = self.drops[i];
