@@ -10,7 +10,9 @@
 //!
 //! Options: `--routes N` (generated table size, default 1,000,000), `--keys N` (random
 //! destinations, default 1,048,576), `--reps N` (passes per method; the best is reported,
-//! default 5), `--tables gen,tier1` (which tables), `--dpdk` (build and run
+//! default 5), `--rounds N` (repeat the pktvec passes and the rte_lpm run N times per table,
+//! alternating, and report each method's best over all rounds; default 1),
+//! `--tables gen,tier1` (which tables), `--dpdk` (build and run
 //! `benches/dpdk/lpm4_bench.c` against the files written to `--dir`, default /tmp, with the
 //! EAL on `--no-huge -m 2048` as the issue prescribes), `--dpdk-huge` (also run it with 1 GiB
 //! of 2 MiB hugetlbfs pages; needs `nr_hugepages` reserved and hugetlbfs mounted).
@@ -230,6 +232,21 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
         .collect()
 }
 
+/// Folds a round's figures into the best so far (same methods in the same order); keeps the
+/// first checksum (all are compared against each other later).
+fn best_of(best: &mut Vec<Measured>, round: Vec<Measured>) {
+    if best.is_empty() {
+        *best = round;
+        return;
+    }
+    for (b, r) in best.iter_mut().zip(round) {
+        if r.2 != b.2 {
+            b.2 = r.2; // a disagreement shows up in the final comparison
+        }
+        b.1 = b.1.min(r.1);
+    }
+}
+
 fn build_harness(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
     let bin = dir.join("lpm4_bench");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/dpdk/lpm4_bench.c");
@@ -320,6 +337,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n_routes: usize = value("--routes").map_or(Ok(1_000_000), |s| s.parse())?;
     let n_keys: usize = value("--keys").map_or(Ok(1 << 20), |s| s.parse())?;
     let reps: usize = value("--reps").map_or(Ok(5), |s| s.parse())?;
+    let rounds: usize = value("--rounds").map_or(Ok(1), |s| s.parse())?.max(1);
     let tables = value("--tables").unwrap_or_else(|| "gen,tier1".into());
     let dir = PathBuf::from(value("--dir").unwrap_or_else(|| "/tmp".into()));
     let dpdk = flag("--dpdk") || flag("--dpdk-huge");
@@ -392,23 +410,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             thp_kib
         );
 
-        let mut mine: Vec<Measured> = ours(&lpm, &keys, reps)
-            .into_iter()
-            .map(|(m, c, s)| (format!("{m} [THP]"), c, s))
-            .collect();
-        mine.extend(
-            ours(&lpm_4k, &keys, reps)
+        // `rounds` rounds of (pktvec passes, rte_lpm run): each figure is the best over all
+        // rounds, so both libraries are timed in several moments of the sitting.
+        let mut mine: Vec<Measured> = Vec::new();
+        let mut theirs: Vec<Measured> = Vec::new();
+        let mut rte_mem = None;
+        for round in 0..rounds {
+            eprintln!("{name}: round {} of {rounds}", round + 1);
+            let mut m: Vec<Measured> = ours(&lpm, &keys, reps)
                 .into_iter()
-                .map(|(m, c, s)| (format!("{m} [4 KiB]"), c, s)),
-        );
-        drop(lpm_4k);
-        let (mut theirs, rte_mem) = match &harness {
-            Some(bin) => run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, false)?,
-            None => (Vec::new(), None),
-        };
-        if let (true, Some(bin)) = (dpdk_huge, &harness) {
-            theirs.extend(run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, true)?.0);
+                .map(|(m, c, s)| (format!("{m} [THP]"), c, s))
+                .collect();
+            m.extend(
+                ours(&lpm_4k, &keys, reps)
+                    .into_iter()
+                    .map(|(m, c, s)| (format!("{m} [4 KiB]"), c, s)),
+            );
+            best_of(&mut mine, m);
+            if let Some(bin) = &harness {
+                let (t, mem) = run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, false)?;
+                best_of(&mut theirs, t);
+                rte_mem = mem;
+                if dpdk_huge {
+                    best_of(
+                        &mut theirs,
+                        run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, true)?.0,
+                    );
+                }
+            }
         }
+        drop(lpm_4k);
         let find = |n: &str| theirs.iter().find(|r| r.0 == n).map(|r| r.1);
         let base = find("rte_lpm_lookup");
         let bulk = find("rte_lpm_lookup_bulk");
