@@ -15,11 +15,12 @@ def ppb(target, args):
     out = subprocess.run([f'{target}/ppb', '--json'] + args, capture_output=True, text=True, check=True).stdout
     return json.loads(out[out.index('{'):])
 
-def cachegrind(target, traffic, batch, n, i1):
+def cachegrind(target, traffic, batch, n, i1, vector=256):
     cmd = ['valgrind', '--tool=cachegrind', '--cache-sim=yes', '--cachegrind-out-file=/dev/null']
     if i1:
         cmd.append(f'--I1={i1},8,64')
     cmd += [f'{target}/ppb', '--json', '--traffic', traffic, '--batch', str(batch), '-n', str(n),
+            '--vector-size', str(vector),
             '--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     get = lambda k: int(re.search(rf'{k}\s+([\d,]+)', p.stderr).group(1).replace(',', ''))
@@ -59,21 +60,38 @@ def main():
     ap.add_argument('--svg-prefix', default='docs/results/batcher')
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('-n', type=int, default=4_000_000)
-    ap.add_argument('--skip-cachegrind', action='store_true')
+    ap.add_argument('--only', choices=['cachegrind', 'native'],
+                    help='run one half and merge it into the existing --json file')
     a = ap.parse_args()
-    res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}}
+    res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}, 'deadline': {}}
+    if a.only and os.path.exists(a.json):
+        res.update(json.load(open(a.json)))
     # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
-    if not a.skip_cachegrind:
+    if a.only != 'native':
+        res['cachegrind'] = {}
         for i1 in (None, 8192):
             for traffic in ('alternating', 'realistic'):
                 key = f'{traffic}-I1-{i1 or "host"}'
                 res['cachegrind'][key] = []
+                res['cachegrind'][key + '-off'] = []
                 for b in BATCHES:
                     lo = cachegrind(a.target, traffic, b, 50_000, i1)
                     hi = cachegrind(a.target, traffic, b, 150_000, i1)
                     per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
                     res['cachegrind'][key].append(per)
                     print(f'{key} batch {b}: I1 {per["I1"]:.3f} D1 {per["D1"]:.3f} Ir {per["Ir"]:.0f} per packet', flush=True)
+                    # The batcher off with vectors of the same size (the paper's "without
+                    # PPB" at each batch size): mixed vectors of b packets.
+                    v = b or 256
+                    lo = cachegrind(a.target, traffic, 0, 50_000, i1, v)
+                    hi = cachegrind(a.target, traffic, 0, 150_000, i1, v)
+                    per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
+                    res['cachegrind'][key + '-off'].append(per)
+                    print(f'{key} off, vectors of {v}: I1 {per["I1"]:.3f} D1 {per["D1"]:.3f} Ir {per["Ir"]:.0f} per packet', flush=True)
+    if a.only == 'cachegrind':
+        json.dump(res, open(a.json, 'w'), indent=1)
+        draw(res, a.svg_prefix)
+        return
     # Cycles per packet end to end: reps interleaved over batch sizes.
     for traffic in ('alternating', 'realistic', 'single'):
         runs = {b: [] for b in BATCHES}
@@ -103,8 +121,12 @@ def draw(res, prefix):
     xs = res['batches']
     if res['cachegrind']:
         for ev in ('I1', 'D1'):
-            line_svg(f'{prefix}-{ev.lower()}.svg', f'{ev} misses per packet (cachegrind), l3fwd behind the batcher', f'{ev} misses / packet',
-                     {k: [p[ev] for p in v] for k, v in res['cachegrind'].items()}, xs)
+            for traffic in ('alternating', 'realistic'):
+                sel = {k.replace(f'{traffic}-', '').replace('I1-host', 'I1 32 KiB').replace('I1-8192', 'I1 8 KiB').replace('-off', ', batcher off (vectors of b)'): [p[ev] for p in v]
+                       for k, v in res['cachegrind'].items() if k.startswith(traffic)}
+                line_svg(f'{prefix}-{ev.lower()}-{traffic}.svg', f'{ev} misses per packet (cachegrind), {traffic} traffic', f'{ev} misses / packet', sel, xs)
+    if not res['cycles']:
+        return
     line_svg(f'{prefix}-cycles.svg', 'cycles per packet end to end (TSC, median), batcher included', 'cycles / packet',
              {t: [statistics.median(v[str(b)]) for b in xs] for t, v in res['cycles'].items()}, xs)
 
