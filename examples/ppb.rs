@@ -77,8 +77,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
         .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
         .build()?;
-    let packets: Vec<Vec<u8>> = (0..cli.pregen).map(|_| gen.next_packet().1.to_vec()).collect();
-    let src = ReplaySource::new(packets).looping(true).with_limit(cli.packets);
+    let packets: Vec<Vec<u8>> = (0..cli.pregen)
+        .map(|_| gen.next_packet().1.to_vec())
+        .collect();
+    let src = ReplaySource::new(packets)
+        .looping(true)
+        .with_limit(cli.packets);
     let cfg = BatcherConfig {
         enabled: cli.batch > 0,
         batch_size: cli.batch.max(1),
@@ -139,7 +143,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             st.queues
                 .iter()
                 .filter(|q| q.vectors > 0)
-                .map(|q| (q.paths.clone(), q.vectors, (q.mean_fill * 100.0).round() / 100.0))
+                .map(|q| (
+                    q.paths.clone(),
+                    q.vectors,
+                    (q.mean_fill * 100.0).round() / 100.0
+                ))
                 .collect::<Vec<_>>()
         );
         println!(
