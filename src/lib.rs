@@ -33,6 +33,7 @@ pub use pktvec_batcher as batcher;
 pub use pktvec_graph as graph;
 pub use pktvec_io as io;
 pub use pktvec_lookup as lookup;
+pub use pktvec_model as model;
 pub use pktvec_nodes as nodes;
 pub use pktvec_packet as packet;
 

@@ -1,0 +1,131 @@
+//! The batching / sub-batching model of seeds `000_*` §3.5 and `002_*` §3, per node.
+//!
+//! Symbols follow `002_*` eq. (4)–(6): for vector (batch) size `B` and sub-batch `b`,
+//! Θ ∝ Δcompute(B) + Δstall/B, Δcompute(B) = Δshared/B + Δnecessary (5),
+//! Δstall/B = Δfetch − Δhide/B (6). Here Δhide grows with the sub-batch as the work that
+//! overlaps the other `b − 1` keys' misses: Δstall(b)/b = Δfetch − Δhide·(b − 1)/b, never
+//! below zero. Throughput follows `000_*`: min(c, f_mem, f_dma).
+
+use serde::{Deserialize, Serialize};
+
+/// Cycles a node spends computing, per packet, at vector size `B`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compute {
+    /// Δshared: cycles per vector (call overhead, loop set-up, code fetch), amortised over B.
+    pub delta_shared: f64,
+    /// Δnecessary: cycles every packet costs whatever the batching.
+    pub delta_necessary: f64,
+}
+
+impl Compute {
+    /// Δcompute(B) = Δshared/B + Δnecessary (eq. 5).
+    pub fn delta_compute(&self, vector: usize) -> f64 {
+        self.delta_shared / vector.max(1) as f64 + self.delta_necessary
+    }
+}
+
+/// Cycles a node waits for memory, per packet, at sub-batch `b`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Δfetch: stall cycles per packet with nothing to overlap them (b = 1).
+    pub delta_fetch: f64,
+    /// Δhide: cycles of each miss the other keys of a sub-batch can hide (b → ∞).
+    pub delta_hide: f64,
+}
+
+impl Stall {
+    /// Δstall/b = Δfetch − Δhide·(b − 1)/b, at least 0 (eq. 6).
+    pub fn stall_per_packet(&self, sub_batch: usize) -> f64 {
+        let b = sub_batch.max(1) as f64;
+        (self.delta_fetch - self.delta_hide * (b - 1.0) / b).max(0.0)
+    }
+}
+
+/// One node of the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Compute part.
+    pub compute: Compute,
+    /// Memory stall part (zero for nodes without table lookups).
+    pub stall: Stall,
+}
+
+impl Node {
+    /// Θ(B, b) for this node: cycles per packet.
+    pub fn cycles_per_packet(&self, vector: usize, sub_batch: usize) -> f64 {
+        self.compute.delta_compute(vector) + self.stall.stall_per_packet(sub_batch)
+    }
+}
+
+/// What limits throughput.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Bound {
+    /// The CPU (c).
+    Compute,
+    /// The CPU–memory interface (f_mem).
+    Memory,
+    /// The I/O–memory interface (f_dma).
+    Io,
+}
+
+/// Throughput of a graph: min(c, f_mem, f_dma) in packets per second, and which bound.
+///
+/// * c = TSC rate / Σ Θ_node (the path's cycles per packet),
+/// * f_mem = memory-level parallelism / (memory latency × cache-line misses per packet),
+/// * f_dma = the I/O rate (packets per second the ports deliver; infinite memory to memory).
+pub fn throughput(
+    cycles_per_packet: f64,
+    tsc_hz: f64,
+    misses_per_packet: f64,
+    mem_latency_s: f64,
+    mlp: f64,
+    io_pps: f64,
+) -> (f64, Bound) {
+    let c = tsc_hz / cycles_per_packet.max(1e-9);
+    let m = if misses_per_packet > 0.0 {
+        mlp / (mem_latency_s * misses_per_packet)
+    } else {
+        f64::INFINITY
+    };
+    let d = io_pps;
+    if c <= m && c <= d {
+        (c, Bound::Compute)
+    } else if m <= d {
+        (m, Bound::Memory)
+    } else {
+        (d, Bound::Io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        let n = Node {
+            compute: Compute {
+                delta_shared: 1000.0,
+                delta_necessary: 10.0,
+            },
+            stall: Stall {
+                delta_fetch: 50.0,
+                delta_hide: 45.0,
+            },
+        };
+        assert!(n.cycles_per_packet(1, 1) > n.cycles_per_packet(256, 1));
+        assert!(n.cycles_per_packet(256, 1) > n.cycles_per_packet(256, 64));
+        assert_eq!(n.stall.stall_per_packet(1), 50.0);
+        let big = Stall {
+            delta_fetch: 10.0,
+            delta_hide: 40.0,
+        };
+        assert_eq!(big.stall_per_packet(64), 0.0, "never negative");
+        let (r, b) = throughput(100.0, 2.6e9, 0.0, 100e-9, 10.0, f64::INFINITY);
+        assert_eq!((r, b), (2.6e7, Bound::Compute));
+        let (_, b) = throughput(100.0, 2.6e9, 10.0, 100e-9, 2.0, f64::INFINITY);
+        assert_eq!(b, Bound::Memory);
+        let (r, b) = throughput(100.0, 2.6e9, 0.0, 100e-9, 2.0, 1e6);
+        assert_eq!((r, b), (1e6, Bound::Io));
+    }
+}
