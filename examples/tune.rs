@@ -1,0 +1,253 @@
+//! Probe, calibrate, predict and tune: the overhead model of `pktvec-model` on a real
+//! forwarder. Calibrates the batching model per node from a few (vector size, sub-batch)
+//! runs, predicts cycles per packet over the whole grid, measures the grid, and compares;
+//! then checks the tuner's choice against the best measured setting.
+//!
+//! ```sh
+//! cargo run --release --example tune -- --app l3fwd --table large
+//! cargo run --release --example tune -- --app l2fwd --table small --json
+//! ```
+
+use clap::{Parser, ValueEnum};
+use pktvec::graph::builtin::NullSink;
+use pktvec::graph::{Graph, GraphBuilder, GraphConfig, NodeKind};
+use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
+use pktvec::io::profile::TrafficProfile;
+use pktvec::model::calibrate::{Calibration, Sample};
+use pktvec::model::probe::{Machine, ProbeConfig};
+use pktvec::model::tuner::{Setting, Tuner, TunerConfig};
+use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
+use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+use pktvec::packet::{BufferPool, PoolConfig};
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum App {
+    L2fwd,
+    L3fwd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Table {
+    /// Cache resident (L2 4,096 stations; IPv4 10,000 routes).
+    Small,
+    /// Beyond the caches for L2 (4M stations, 400+ MiB); IPv4 500,000 routes.
+    Large,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "calibrate the batching model on a forwarder, predict, measure and tune")]
+struct Cli {
+    #[arg(long, value_enum, default_value_t = App::L3fwd)]
+    app: App,
+    #[arg(long, value_enum, default_value_t = Table::Large)]
+    table: Table,
+    /// Packets per measured setting.
+    #[arg(short = 'n', long, default_value_t = 1_000_000)]
+    packets: u64,
+    /// Write the calibration (JSON) here.
+    #[arg(long)]
+    calib_out: Option<std::path::PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
+const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// Runs `n` packets at (v, b); returns per-node (name, cycles per packet of all input).
+fn measure(g: &mut Graph, v: usize, b: usize, n: u64) -> Vec<(String, f64)> {
+    g.set_vector_size(v).expect("vector size in range");
+    g.set_sub_batch(b);
+    // Warm up, then measure.
+    let mut done = 0;
+    while done < n / 10 {
+        done += g.run_once();
+    }
+    g.reset_stats();
+    let mut done = 0;
+    while done < n {
+        done += g.run_once();
+    }
+    let rt = g.runtime();
+    let input: u64 = rt
+        .rows
+        .iter()
+        .filter(|r| r.kind == NodeKind::Input)
+        .map(|r| r.packets)
+        .sum();
+    rt.rows
+        .iter()
+        .map(|r| (r.name.clone(), r.cycles as f64 / input.max(1) as f64))
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
+    let machine = Machine::probe(ProbeConfig::default(), pktvec::graph::clock::tsc_hz());
+    if !cli.json {
+        eprintln!("machine: {machine:?}");
+    }
+    // The graph, built once; settings change between runs.
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    let (src, entry, tx) = match cli.app {
+        App::L3fwd => {
+            let app = L3fwd::new(L3fwdConfig {
+                route_count: if cli.table == Table::Small {
+                    10_000
+                } else {
+                    500_000
+                },
+                route6_count: 1000,
+                ip4_lookup_sub_batch: None, // follow the graph's b
+                ..L3fwdConfig::default()
+            })?;
+            let gen = Generator::builder(TrafficProfile::from_toml(
+                "[mix]\nipv4 = 1.0\n[flows]\ncount = 65536\n[sizes]\nfixed = 64\n[destinations]\nipv4_hit_rate = 0.98",
+            )?)
+            .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
+            .build()?;
+            let tx = app.add_to(&mut b).output_to_tx.to;
+            (
+                GeneratorSource::new(gen).pregenerate(65536),
+                app.entry(),
+                tx,
+            )
+        }
+        App::L2fwd => {
+            let size = if cli.table == Table::Small {
+                4096
+            } else {
+                4 << 20
+            };
+            let app = L2fwd::new(L2fwdConfig {
+                table_size: size,
+                ..L2fwdConfig::default()
+            })?;
+            let gen = Generator::builder(TrafficProfile::from_toml(&format!(
+                "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {size}\nports = 4\n",
+                size.min(1 << 20)
+            ))?)
+            .build()?;
+            let tx = app.add_to(&mut b).output_to_tx.to;
+            (
+                GeneratorSource::new(gen).pregenerate(65536),
+                app.entry(),
+                tx,
+            )
+        }
+    };
+    b.add("input", src)
+        .set_next("input", GeneratorNext::Out, entry);
+    b.add(&tx, NullSink);
+    let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+
+    // Calibration runs: vector sizes at the largest b, sub-batches at the largest vector.
+    let mut samples = Vec::new();
+    let mut calib_runs = Vec::new();
+    for &v in &VECTORS[1..] {
+        calib_runs.push((v, 64.min(v)));
+    }
+    for &bb in &[1, 4, 16] {
+        calib_runs.push((256, bb));
+    }
+    for &(v, bb) in &calib_runs {
+        for (name, c) in measure(&mut g, v, bb, cli.packets) {
+            samples.push((
+                name,
+                Sample {
+                    vector: v,
+                    sub_batch: bb,
+                    cycles_per_packet: c,
+                },
+            ));
+        }
+    }
+    let calib = Calibration::fit(&samples);
+    if let Some(p) = &cli.calib_out {
+        std::fs::write(p, calib.to_json())?;
+    }
+
+    // The grid: predicted vs measured (total cycles per packet).
+    let mut rows = Vec::new();
+    for &v in &VECTORS {
+        for &bb in SUB_BATCHES.iter().filter(|&&x| x <= v) {
+            let measured: f64 = measure(&mut g, v, bb, cli.packets)
+                .iter()
+                .map(|x| x.1)
+                .sum();
+            let predicted = calib.predict(v, bb, |_| 1.0);
+            rows.push((v, bb, predicted, measured));
+        }
+    }
+    let mut errs: Vec<f64> = rows.iter().map(|r| ((r.2 - r.3) / r.3).abs()).collect();
+    errs.sort_by(f64::total_cmp);
+    let median = errs[errs.len() / 2];
+    let worst = *errs.last().unwrap_or(&0.0);
+    let tuner = Tuner::new(
+        TunerConfig {
+            vectors: VECTORS.to_vec(),
+            sub_batches: SUB_BATCHES.to_vec(),
+            ..TunerConfig::default()
+        },
+        calib.clone(),
+    );
+    let Setting {
+        vector: tv,
+        sub_batch: tb,
+    } = tuner.setting();
+    let best = rows
+        .iter()
+        .min_by(|a, b| a.3.total_cmp(&b.3))
+        .expect("grid");
+    let chosen = rows
+        .iter()
+        .find(|r| r.0 == tv && r.1 == tb)
+        .expect("the tuner picks from the grid");
+    let quality = best.3 / chosen.3;
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "app": format!("{:?}", cli.app).to_lowercase(),
+                "table": format!("{:?}", cli.table).to_lowercase(),
+                "machine": machine, "calibration": calib,
+                "grid": rows.iter().map(|r| serde_json::json!({"vector": r.0, "sub_batch": r.1, "predicted": r.2, "measured": r.3})).collect::<Vec<_>>(),
+                "median_abs_error": median, "worst_abs_error": worst,
+                "tuner": {"vector": tv, "sub_batch": tb, "measured": chosen.3},
+                "best": {"vector": best.0, "sub_batch": best.1, "measured": best.3},
+                "tuner_quality": quality,
+            })
+        );
+    } else {
+        println!(
+            "{:>6} {:>4} {:>10} {:>10} {:>7}",
+            "V", "b", "predicted", "measured", "error"
+        );
+        for r in &rows {
+            println!(
+                "{:>6} {:>4} {:>10.1} {:>10.1} {:>+6.1}%",
+                r.0,
+                r.1,
+                r.2,
+                r.3,
+                100.0 * (r.2 - r.3) / r.3
+            );
+        }
+        println!(
+            "prediction error: median {:.1}%, worst {:.1}% over {} settings",
+            100.0 * median,
+            100.0 * worst,
+            rows.len()
+        );
+        println!(
+            "tuner: V {tv}, b {tb}: {:.1} cycles/packet; best measured V {}, b {}: {:.1}; quality {:.1}%",
+            chosen.3,
+            best.0,
+            best.1,
+            best.3,
+            100.0 * quality
+        );
+    }
+    Ok(())
+}
