@@ -44,6 +44,9 @@ struct Cli {
     /// Packets per measured setting.
     #[arg(short = 'n', long, default_value_t = 1_000_000)]
     packets: u64,
+    /// Measurements of each setting (the median is used).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
     /// Write the calibration (JSON) here.
     #[arg(long)]
     calib_out: Option<std::path::PathBuf>,
@@ -51,6 +54,9 @@ struct Cli {
     #[arg(long)]
     json: bool,
 }
+
+/// One measured run: (vector size, sub-batch) and per-node cycles per packet.
+type Run = ((usize, usize), Vec<(String, f64)>);
 
 const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
 const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -143,7 +149,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
 
     // Calibration runs: vector sizes at the largest b, sub-batches at the largest vector.
-    let mut samples = Vec::new();
     let mut calib_runs = Vec::new();
     for &v in &VECTORS[1..] {
         calib_runs.push((v, 64.min(v)));
@@ -151,14 +156,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &bb in &[1, 4, 16] {
         calib_runs.push((256, bb));
     }
+    // Every setting (calibration and grid) is measured `reps` times in a shuffled order and
+    // the median kept: this VM's speed drifts by tens of percent over seconds, so one run
+    // per setting in a fixed order would put the drift into the model.
+    let mut grid: Vec<(usize, usize)> = Vec::new();
+    for &v in &VECTORS {
+        for &bb in SUB_BATCHES.iter().filter(|&&x| x <= v) {
+            grid.push((v, bb));
+        }
+    }
+    let mut order: Vec<(usize, usize)> = grid.clone();
+    for c in &calib_runs {
+        if !order.contains(c) {
+            order.push(*c);
+        }
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..cli.reps {
+        for i in (1..order.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        for &(v, bb) in &order {
+            runs.push(((v, bb), measure(&mut g, v, bb, cli.packets)));
+        }
+    }
+    let median_of = |set: (usize, usize), node: Option<&str>| -> f64 {
+        let mut xs: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.0 == set)
+            .map(|r| {
+                r.1.iter()
+                    .filter(|(n, _)| node.map_or(true, |m| m == n))
+                    .map(|(_, c)| c)
+                    .sum::<f64>()
+            })
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let names: Vec<String> = runs[0].1.iter().map(|(n, _)| n.clone()).collect();
+    let mut samples = Vec::new();
     for &(v, bb) in &calib_runs {
-        for (name, c) in measure(&mut g, v, bb, cli.packets) {
+        for n in &names {
             samples.push((
-                name,
+                n.clone(),
                 Sample {
                     vector: v,
                     sub_batch: bb,
-                    cycles_per_packet: c,
+                    cycles_per_packet: median_of((v, bb), Some(n)),
                 },
             ));
         }
@@ -168,18 +217,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(p, calib.to_json())?;
     }
 
-    // The grid: predicted vs measured (total cycles per packet).
-    let mut rows = Vec::new();
-    for &v in &VECTORS {
-        for &bb in SUB_BATCHES.iter().filter(|&&x| x <= v) {
-            let measured: f64 = measure(&mut g, v, bb, cli.packets)
-                .iter()
-                .map(|x| x.1)
-                .sum();
-            let predicted = calib.predict(v, bb, |_| 1.0);
-            rows.push((v, bb, predicted, measured));
-        }
-    }
+    // The grid: predicted vs measured (total cycles per packet, medians).
+    let rows: Vec<(usize, usize, f64, f64)> = grid
+        .iter()
+        .map(|&(v, bb)| {
+            (
+                v,
+                bb,
+                calib.predict(v, bb, |_| 1.0),
+                median_of((v, bb), None),
+            )
+        })
+        .collect();
     let mut errs: Vec<f64> = rows.iter().map(|r| ((r.2 - r.3) / r.3).abs()).collect();
     errs.sort_by(f64::total_cmp);
     let median = errs[errs.len() / 2];

@@ -78,7 +78,8 @@ impl Tuner {
     /// The setting with the lowest predicted cycles per packet.
     pub fn best_predicted(&self) -> Setting {
         let mut best = (f64::INFINITY, self.current);
-        for &v in &self.cfg.vectors {
+        // Largest vectors first: on a tie the larger vector amortises more.
+        for &v in self.cfg.vectors.iter().rev() {
             for &b in &self.cfg.sub_batches {
                 if b > v {
                     continue;
