@@ -15,12 +15,20 @@ pub struct Compute {
     pub delta_shared: f64,
     /// Δnecessary: cycles every packet costs whatever the batching.
     pub delta_necessary: f64,
+    /// Δcache: cycles per packet added per packet of vector size, as a larger vector's
+    /// buffers, metadata and table lines compete for the caches (`002_*` §3, "Summary":
+    /// large batches make packet data, descriptors and table entries compete for the
+    /// cache). Zero where the fit finds no such growth.
+    #[serde(default)]
+    pub delta_cache: f64,
 }
 
 impl Compute {
-    /// Δcompute(B) = Δshared/B + Δnecessary (eq. 5).
+    /// Δcompute(B) = Δshared/B + Δnecessary (eq. 5), plus Δcache·B for the cache pressure
+    /// of large vectors.
     pub fn delta_compute(&self, vector: usize) -> f64 {
-        self.delta_shared / vector.max(1) as f64 + self.delta_necessary
+        let b = vector.max(1) as f64;
+        self.delta_shared / b + self.delta_necessary + self.delta_cache * b
     }
 }
 
@@ -107,6 +115,7 @@ mod tests {
             compute: Compute {
                 delta_shared: 1000.0,
                 delta_necessary: 10.0,
+                delta_cache: 0.0,
             },
             stall: Stall {
                 delta_fetch: 50.0,

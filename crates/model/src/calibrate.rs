@@ -24,6 +24,39 @@ pub struct Calibration {
     pub nodes: Vec<(String, Node)>,
 }
 
+/// Least squares y = a + c/v + g·v over vector sizes `vs` (normal equations, 3×3);
+/// returns (a, c, g), or None if the system is singular (fewer than 3 distinct sizes).
+fn fit3(vs: &[f64], ys: &[f64]) -> Option<(f64, f64, f64)> {
+    let rows: Vec<[f64; 3]> = vs.iter().map(|&v| [1.0, 1.0 / v, v]).collect();
+    let mut m = [[0.0f64; 4]; 3];
+    for (r, &y) in rows.iter().zip(ys) {
+        for i in 0..3 {
+            for j in 0..3 {
+                m[i][j] += r[i] * r[j];
+            }
+            m[i][3] += r[i] * y;
+        }
+    }
+    // Gaussian elimination with partial pivoting.
+    for col in 0..3 {
+        let piv = (col..3).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        if m[piv][col].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(col, piv);
+        let pivot = m[col];
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / pivot[col];
+                for (x, p) in row.iter_mut().zip(pivot.iter()).skip(col) {
+                    *x -= f * p;
+                }
+            }
+        }
+    }
+    Some((m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]))
+}
+
 /// Least squares y = a + c·x; returns (a, c).
 fn line(xs: &[f64], ys: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
@@ -49,7 +82,21 @@ pub fn fit_node(samples: &[Sample]) -> Node {
     let at_b: Vec<&Sample> = samples.iter().filter(|s| s.sub_batch == bmax).collect();
     let xs: Vec<f64> = at_b.iter().map(|s| 1.0 / s.vector as f64).collect();
     let ys: Vec<f64> = at_b.iter().map(|s| s.cycles_per_packet).collect();
-    let (a, c) = line(&xs, &ys);
+    let (mut a, mut c) = line(&xs, &ys);
+    let mut g = 0.0;
+    // With 4+ vector sizes, also fit the cache-pressure term; keep it only if it is a
+    // growth (g > 0) and the amortised part stays non-negative.
+    let vs: Vec<f64> = at_b.iter().map(|s| s.vector as f64).collect();
+    let mut distinct = vs.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if distinct.len() >= 4 {
+        if let Some((a3, c3, g3)) = fit3(&vs, &ys) {
+            if g3 > 0.0 && c3 >= 0.0 {
+                (a, c, g) = (a3, c3, g3);
+            }
+        }
+    }
     let at_v: Vec<&Sample> = samples.iter().filter(|s| s.vector == vmax).collect();
     let xs: Vec<f64> = at_v
         .iter()
@@ -66,6 +113,7 @@ pub fn fit_node(samples: &[Sample]) -> Node {
         compute: Compute {
             delta_shared: c.max(0.0),
             delta_necessary: (a - hide / bmax as f64).max(0.0),
+            delta_cache: g,
         },
         stall: Stall {
             delta_fetch: hide,
@@ -125,6 +173,7 @@ mod tests {
             compute: Compute {
                 delta_shared: 3000.0,
                 delta_necessary: 25.0,
+                delta_cache: 0.05,
             },
             stall: Stall {
                 delta_fetch: 80.0,

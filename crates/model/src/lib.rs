@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use pktvec_model::batching::{Compute, Stall, Node};
-//! let lookup = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0 },
+//! let lookup = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
 //!                     stall: Stall { delta_fetch: 60.0, delta_hide: 50.0 } };
 //! // Vectors of 256, sub-batches of 32: 2000/256 + 20 + (60 - 50·31/32) cycles per packet.
 //! let c = lookup.cycles_per_packet(256, 32);

@@ -193,6 +193,7 @@ mod tests {
                     compute: Compute {
                         delta_shared: 2000.0,
                         delta_necessary: 20.0,
+                        delta_cache: 0.0,
                     },
                     stall: Stall {
                         delta_fetch: fetch,
