@@ -7,7 +7,7 @@ use crate::parser::{Parsed, ProtocolGraph};
 use crate::path_table::{PathTable, SharedPathTable};
 use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
 use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Node, NodeKind};
-use pktvec_packet::BufferPool;
+use pktvec_packet::{BufferPool, MetaFlags};
 
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
 pub trait BurstSource: Send + 'static {
@@ -259,6 +259,7 @@ impl<S: BurstSource> Batcher<S> {
             let p = &*self.parsed;
             let m = pool.meta_mut(bi);
             m.path_id = path as u16;
+            m.flags.insert(MetaFlags::PATH_VALID);
             m.l2_offset = m.data_offset;
             if p.l3_offset != 0 {
                 m.l3_offset = m.data_offset + p.l3_offset;
