@@ -155,6 +155,36 @@ fn null_ports_forward_in_bursts_without_leaks() {
 }
 
 #[test]
+fn several_queues_each_polled_by_its_own_node() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
+    {
+        let id = eal.attach("net_null12").unwrap();
+        let cfg = PortConfig {
+            rx_queues: 2,
+            tx_queues: 2,
+            ..PortConfig::default()
+        };
+        let port = Port::start(&eal, id, &mempool, &cfg).unwrap();
+        assert_eq!((port.rx_queues(), port.tx_queues()), (2, 2));
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("rx0", DpdkRx::new(&port, 0).with_limit(50_000))
+            .add("rx1", DpdkRx::new(&port, 1).with_limit(50_000))
+            .add("tx", DpdkTx::new(&port, 1))
+            .set_next("rx0", DpdkRxNext::Out, "tx")
+            .set_next("rx1", DpdkRxNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        assert_eq!(g.run_until_idle(), 100_000);
+        let c = g.conservation();
+        assert!(c.is_balanced() && c.output == 100_000, "{c}");
+        assert_eq!(g.runtime().row("rx1").unwrap().packets, 50_000);
+        drop(g);
+    }
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+#[test]
 fn bad_inputs_are_clear_errors() {
     let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
     let eal = eal();
