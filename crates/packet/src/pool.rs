@@ -326,6 +326,42 @@ impl BufferPool {
         }
     }
 
+    /// [`adopt`](Self::adopt) with the packet's place and receive interface filled in, in
+    /// one write of the metadata line (a receive node's per-packet step).
+    #[inline]
+    pub fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
+        match self.meta.get_mut(bi as usize) {
+            Some(m) if m.flags.contains(MetaFlags::FREE) => {
+                *m = BufferMeta {
+                    data_offset,
+                    len,
+                    rx_if,
+                    ..BufferMeta::default()
+                };
+                self.in_use += 1;
+                true
+            }
+            _ => {
+                self.bad_adopts += 1;
+                false
+            }
+        }
+    }
+
+    /// [`release`](Self::release) that also returns the packet's data offset and length
+    /// (a transmit node's per-packet step), or `None` if `bi` was not in use.
+    #[inline]
+    pub fn release_data(&mut self, bi: u32) -> Option<(u16, u16)> {
+        let m = &mut self.meta[bi as usize];
+        if m.flags.contains(MetaFlags::FREE) {
+            self.double_frees += 1;
+            return None;
+        }
+        m.flags = MetaFlags::FREE;
+        self.in_use -= 1;
+        Some((m.data_offset, m.len))
+    }
+
     /// Gives buffer `bi` up without freeing it: a driver now owns it and will return it to
     /// the backend itself (transmit). Returns false (counted as a double free) if it was not
     /// in use.
@@ -952,6 +988,14 @@ mod tests {
         // 3 leaves for transmission, 9 is dropped.
         assert!(p.release(3));
         assert!(!p.release(3));
+        assert!(p.adopt_as(5, 100, 60, 2));
+        assert_eq!(
+            (p.meta(5).data_offset, p.meta(5).len, p.meta(5).rx_if),
+            (100, 60, 2)
+        );
+        assert!(!p.adopt_as(5, 0, 0, 0));
+        assert_eq!(p.release_data(5), Some((100, 60)));
+        assert_eq!(p.release_data(5), None);
         assert!(p.free(9));
         assert_eq!(p.in_use(), 0);
     }

@@ -175,14 +175,10 @@ impl Node for DpdkRx {
                 }
                 (mb.data_off, mb.data_len, chained)
             };
-            if !pool.adopt(bi) {
+            if !pool.adopt_as(bi, off, len, self.rx_if) {
                 self.refused += 1;
                 continue;
             }
-            let meta = pool.meta_mut(bi);
-            meta.data_offset = off;
-            meta.len = len;
-            meta.rx_if = self.rx_if;
             if chained {
                 self.multiseg.push(bi);
             } else {
@@ -327,17 +323,22 @@ impl Node for DpdkTx {
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let single = self.queues.len() == 1;
         for &bi in frame.buffers() {
-            let meta = cx.pool().meta(bi);
-            let qi = if single { 0 } else { meta.tx_if as usize };
+            let qi = if single {
+                0
+            } else {
+                cx.pool().meta(bi).tx_if as usize
+            };
             if qi >= self.queues.len() {
                 cx.drop_buffer(bi, DpdkTxError::NoPort);
                 continue;
             }
-            let (off, len) = (meta.data_offset, meta.len);
+            let Some((off, len)) = cx.pool_mut().release_data(bi) else {
+                continue; // not ours to send (a double transmit): counted by the pool
+            };
             let m = self.layout.mbuf(bi);
             let q = &mut self.queues[qi];
-            // SAFETY: `bi` is a buffer the pool holds (it indexed `meta`), so `m` is its
-            // mbuf, owned by us until released just below; only header fields are written.
+            // SAFETY: `bi` was a buffer the pool held (release_data indexed it), so `m` is its
+            // mbuf; the driver gets it only in the burst below; only header fields are written.
             unsafe {
                 let mb = &mut *m;
                 mb.data_off = off;
@@ -347,7 +348,6 @@ impl Node for DpdkTx {
                 mb.ol_flags = 0;
                 mb.port = q.port.id();
             }
-            cx.pool_mut().release(bi);
             q.burst[q.len] = m as usize;
             q.len += 1;
             if q.len == BURST_MAX {
