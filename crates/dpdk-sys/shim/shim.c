@@ -4,6 +4,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ethdev.h>
+#include <stddef.h>
 #include "shim.h"
 
 uint16_t pktvec_rte_eth_rx_burst(uint16_t port_id, uint16_t queue_id,
@@ -47,4 +48,18 @@ unsigned int pktvec_rte_lcore_id(void)
 unsigned int pktvec_rte_mbuf_size(void)
 {
 	return (unsigned int)sizeof(struct rte_mbuf);
+}
+
+void pktvec_rte_mbuf_offsets(unsigned int out[10])
+{
+	out[0] = offsetof(struct rte_mbuf, buf_addr);
+	out[1] = offsetof(struct rte_mbuf, data_off);
+	out[2] = offsetof(struct rte_mbuf, nb_segs);
+	out[3] = offsetof(struct rte_mbuf, port);
+	out[4] = offsetof(struct rte_mbuf, ol_flags);
+	out[5] = offsetof(struct rte_mbuf, pkt_len);
+	out[6] = offsetof(struct rte_mbuf, data_len);
+	out[7] = offsetof(struct rte_mbuf, buf_len);
+	out[8] = offsetof(struct rte_mbuf, pool);
+	out[9] = offsetof(struct rte_mbuf, next);
 }

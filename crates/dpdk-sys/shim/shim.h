@@ -28,6 +28,9 @@ uint16_t pktvec_rte_pktmbuf_priv_size(struct rte_mempool *mp);
 int pktvec_rte_errno(void);
 /* rte_lcore_id */
 unsigned int pktvec_rte_lcore_id(void);
+/* offsetof of buf_addr, data_off, nb_segs, port, ol_flags, pkt_len, data_len, buf_len,
+   pool, next in struct rte_mbuf, in that order (checked against MbufHeader in tests) */
+void pktvec_rte_mbuf_offsets(unsigned int out[10]);
 /* sizeof(struct rte_mbuf), checked against the Rust layout in tests */
 unsigned int pktvec_rte_mbuf_size(void);
 

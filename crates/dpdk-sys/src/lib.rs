@@ -40,3 +40,52 @@
 )]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+
+/// The first 72 bytes of DPDK 22.11's `struct rte_mbuf`, the fields pktvec reads and writes
+/// per packet. `rte_mbuf` itself is bound as an opaque 128-byte blob (its anonymous unions
+/// of bitfields would bring generated `unsafe` accessors nobody uses); cast an mbuf pointer
+/// with [`header`]. `tests/layout.rs` checks every offset against the C compiler's
+/// `offsetof` through the shim.
+#[repr(C)]
+#[derive(Debug)]
+pub struct MbufHeader {
+    /// Virtual address of the data buffer (headroom included).
+    pub buf_addr: *mut ::std::os::raw::c_void,
+    /// IO address of the data buffer.
+    pub buf_iova: u64,
+    /// Offset of the packet data from `buf_addr`.
+    pub data_off: u16,
+    /// Reference count.
+    pub refcnt: u16,
+    /// Number of segments.
+    pub nb_segs: u16,
+    /// Input or output port.
+    pub port: u16,
+    /// Offload flags.
+    pub ol_flags: u64,
+    /// Packet type.
+    pub packet_type: u32,
+    /// Length of all segments.
+    pub pkt_len: u32,
+    /// Length of this segment's data.
+    pub data_len: u16,
+    /// VLAN TCI.
+    pub vlan_tci: u16,
+    /// RSS hash and friends (a union in C).
+    pub hash: [u32; 2],
+    /// Outer VLAN TCI.
+    pub vlan_tci_outer: u16,
+    /// Size of the data buffer.
+    pub buf_len: u16,
+    /// The mempool the mbuf comes from.
+    pub pool: *mut rte_mempool,
+    /// The next segment (second cache line).
+    pub next: *mut rte_mbuf,
+}
+
+/// The header fields of mbuf `m` (a cast; reading or writing through it is the caller's
+/// `unsafe`, with `m` a valid mbuf it owns).
+#[inline(always)]
+pub fn header(m: *mut rte_mbuf) -> *mut MbufHeader {
+    m.cast()
+}

@@ -9,10 +9,24 @@ fn rte_mbuf_layout_matches_c() {
     let c_size = unsafe { sys::pktvec_rte_mbuf_size() } as usize;
     assert_eq!(std::mem::size_of::<sys::rte_mbuf>(), c_size);
     assert_eq!(c_size, 128, "two cache lines in DPDK 22.11");
-    assert_eq!(std::mem::offset_of!(sys::rte_mbuf, data_off), 16);
-    assert_eq!(std::mem::offset_of!(sys::rte_mbuf, nb_segs), 20);
-    assert_eq!(std::mem::offset_of!(sys::rte_mbuf, pkt_len), 36);
-    assert_eq!(std::mem::offset_of!(sys::rte_mbuf, data_len), 40);
-    assert_eq!(std::mem::offset_of!(sys::rte_mbuf, next), 64);
+    let mut c = [0u32; 10];
+    // SAFETY: the shim writes exactly 10 values into the array it is given.
+    unsafe { sys::pktvec_rte_mbuf_offsets(c.as_mut_ptr()) };
+    use std::mem::offset_of;
+    use sys::MbufHeader as H;
+    let rust = [
+        offset_of!(H, buf_addr),
+        offset_of!(H, data_off),
+        offset_of!(H, nb_segs),
+        offset_of!(H, port),
+        offset_of!(H, ol_flags),
+        offset_of!(H, pkt_len),
+        offset_of!(H, data_len),
+        offset_of!(H, buf_len),
+        offset_of!(H, pool),
+        offset_of!(H, next),
+    ];
+    assert_eq!(rust.map(|o| o as u32), c, "MbufHeader offsets = C offsetof");
+    assert!(std::mem::size_of::<H>() <= c_size);
     assert_eq!(sys::RTE_PKTMBUF_HEADROOM, 128);
 }

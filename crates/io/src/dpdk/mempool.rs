@@ -106,6 +106,8 @@ impl std::fmt::Debug for Mempool {
 
 static POOLS: AtomicU32 = AtomicU32::new(0);
 
+// SAFETY: only DPDK calls this, from `rte_mempool_obj_iter` in `layout_of`, with `opaque`
+// pointing to the `Vec<usize>` that call passes; the body relies on nothing else.
 unsafe extern "C" fn collect_obj(
     _mp: *mut sys::rte_mempool,
     opaque: *mut std::os::raw::c_void,
@@ -198,12 +200,12 @@ fn layout_of(mp: NonNull<sys::rte_mempool>, mbufs: u32) -> Result<Layout, DpdkEr
     }
     // SAFETY: objs[0] is an mbuf initialised by rte_pktmbuf_init during creation.
     let (buf_off, buf_len) = unsafe {
-        let m = &*(objs[0] as *const sys::rte_mbuf);
+        let m = &*sys::header(objs[0] as *mut sys::rte_mbuf);
         (m.buf_addr as usize - objs[0], m.buf_len)
     };
     for &o in &objs {
         // SAFETY: as above, every object is an initialised mbuf.
-        let m = unsafe { &*(o as *const sys::rte_mbuf) };
+        let m = unsafe { &*sys::header(o as *mut sys::rte_mbuf) };
         if m.buf_addr as usize != o + buf_off || m.buf_len != buf_len {
             return Err(DpdkError::MempoolLayout(
                 "mbuf buffers are not at one offset".into(),

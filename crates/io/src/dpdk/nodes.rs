@@ -162,7 +162,7 @@ impl Node for DpdkRx {
             // driver just filled and handed over; nobody else touches it now. `next` (second
             // cache line) is only read when nb_segs says there is a chain.
             let (off, len, chained) = unsafe {
-                let mb = &mut *m;
+                let mb = &mut *sys::header(m);
                 let chained = mb.nb_segs != 1;
                 if chained {
                     let mut rest = mb.next;
@@ -340,7 +340,7 @@ impl Node for DpdkTx {
             // SAFETY: `bi` was a buffer the pool held (release_data indexed it), so `m` is its
             // mbuf; the driver gets it only in the burst below; only header fields are written.
             unsafe {
-                let mb = &mut *m;
+                let mb = &mut *sys::header(m);
                 mb.data_off = off;
                 mb.data_len = len;
                 mb.pkt_len = len as u32;
