@@ -105,8 +105,8 @@ fn generate(args: &[String]) -> Result<bindgen::Bindings, bindgen::BindgenError>
         .allowlist_function("rte_eth_dev_(is_valid_port|count_avail|get_port_by_name|get_name_by_port|info_get|configure|adjust_nb_rx_tx_desc|socket_id|start|stop|close)")
         .allowlist_function("rte_eth_(rx_queue_setup|tx_queue_setup|promiscuous_enable|stats_get|stats_reset)")
         .allowlist_function("rte_dev_(probe|remove)")
-        .allowlist_function("rte_pktmbuf_(pool_create|pool_init|init|free_bulk)")
-        .allowlist_function("rte_mempool_(free|avail_count|in_use_count|obj_iter|create_empty|populate_default|set_ops_byname)")
+        .allowlist_function("rte_pktmbuf_(pool_create|pool_init|free_bulk)")
+        .allowlist_function("rte_mempool_(free|avail_count|in_use_count|create_empty|populate_default|set_ops_byname)")
         .allowlist_function("rte_strerror|rte_socket_id|rte_lcore_count")
         .allowlist_function("pktvec_.*")
         .allowlist_type("rte_mbuf|rte_mempool|rte_eth_conf|rte_eth_stats|rte_eth_dev_info|rte_pktmbuf_pool_private")
@@ -118,7 +118,7 @@ fn generate(args: &[String]) -> Result<bindgen::Bindings, bindgen::BindgenError>
         .derive_default(false)
         // Structures with C bitfields pktvec never reads: opaque bytes of the right size and
         // alignment, instead of generated `unsafe` bitfield accessors.
-        .opaque_type("rte_eth_link|rte_eth_txmode|rte_eth_hairpin_.*|rte_eth_udp_tunnel|rte_eth_intr_conf|rte_eth_switch_info|rte_eth_rxseg_capa|rte_eth_vmdq_rx_conf|rte_mbuf")
+        .opaque_type("rte_eth_link|rte_eth_txmode|rte_eth_hairpin_.*|rte_eth_udp_tunnel|rte_eth_intr_conf|rte_eth_switch_info|rte_eth_rxseg_capa|rte_eth_vmdq_rx_conf|rte_mbuf|rte_mempool")
         // rte_mbuf is opaque (pktvec reads it through `MbufHeader`), so its anonymous unions
         // of bitfields are not needed.
         .blocklist_type("rte_mbuf__bindgen_ty_.*")

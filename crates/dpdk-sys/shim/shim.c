@@ -63,3 +63,32 @@ void pktvec_rte_mbuf_offsets(unsigned int out[10])
 	out[8] = offsetof(struct rte_mbuf, pool);
 	out[9] = offsetof(struct rte_mbuf, next);
 }
+
+struct obj_addrs {
+	uintptr_t *out;
+	unsigned int max;
+	unsigned int n;
+};
+
+static void collect_obj(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
+{
+	struct obj_addrs *a = opaque;
+	(void)mp;
+	(void)idx;
+	if (a->n < a->max)
+		a->out[a->n] = (uintptr_t)obj;
+	a->n++;
+}
+
+unsigned int pktvec_rte_mempool_obj_addrs(struct rte_mempool *mp, uintptr_t *out,
+                                          unsigned int max)
+{
+	struct obj_addrs a = { out, max, 0 };
+	rte_mempool_obj_iter(mp, collect_obj, &a);
+	return a.n;
+}
+
+void pktvec_rte_pktmbuf_init_all(struct rte_mempool *mp)
+{
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+}

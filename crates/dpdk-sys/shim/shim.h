@@ -28,6 +28,12 @@ uint16_t pktvec_rte_pktmbuf_priv_size(struct rte_mempool *mp);
 int pktvec_rte_errno(void);
 /* rte_lcore_id */
 unsigned int pktvec_rte_lcore_id(void);
+/* Writes the addresses of the pool's objects (mbufs) to out[0..max]; returns how many
+   objects the pool has (rte_mempool_obj_iter with a C callback, so no Rust callback). */
+unsigned int pktvec_rte_mempool_obj_addrs(struct rte_mempool *mp, uintptr_t *out,
+                                          unsigned int max);
+/* rte_pktmbuf_init on every object of the pool (rte_mempool_obj_iter). */
+void pktvec_rte_pktmbuf_init_all(struct rte_mempool *mp);
 /* offsetof of buf_addr, data_off, nb_segs, port, ol_flags, pkt_len, data_len, buf_len,
    pool, next in struct rte_mbuf, in that order (checked against MbufHeader in tests) */
 void pktvec_rte_mbuf_offsets(unsigned int out[10]);

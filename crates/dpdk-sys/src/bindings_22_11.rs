@@ -172,7 +172,6 @@ pub const RTE_ETH_RX_DESC_UNAVAIL: u32 = 2;
 pub const RTE_ETH_TX_DESC_FULL: u32 = 0;
 pub const RTE_ETH_TX_DESC_DONE: u32 = 1;
 pub const RTE_ETH_TX_DESC_UNAVAIL: u32 = 2;
-pub type rte_iova_t = u64;
 extern "C" {
     pub fn rte_strerror(errnum: ::std::os::raw::c_int) -> *const ::std::os::raw::c_char;
 }
@@ -212,98 +211,10 @@ extern "C" {
 extern "C" {
     pub fn rte_dev_remove(dev: *mut rte_device) -> ::std::os::raw::c_int;
 }
-#[repr(C, packed)]
-#[derive(Copy, Clone)]
-pub struct rte_memzone {
-    pub name: [::std::os::raw::c_char; 32usize],
-    pub iova: rte_iova_t,
-    pub __bindgen_anon_1: rte_memzone__bindgen_ty_1,
-    pub len: usize,
-    pub hugepage_sz: u64,
-    pub socket_id: i32,
-    pub flags: u32,
-}
-#[repr(C)]
-#[derive(Copy, Clone)]
-pub union rte_memzone__bindgen_ty_1 {
-    pub addr: *mut ::std::os::raw::c_void,
-    pub addr_64: u64,
-}
 #[repr(C)]
 #[repr(align(64))]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_cache {
-    pub size: u32,
-    pub flushthresh: u32,
-    pub len: u32,
-    pub __bindgen_padding_0: [u64; 6usize],
-    pub objs: [*mut ::std::os::raw::c_void; 1024usize],
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_objhdr {
-    pub next: rte_mempool_objhdr__bindgen_ty_1,
-    pub mp: *mut rte_mempool,
-    pub iova: rte_iova_t,
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_objhdr__bindgen_ty_1 {
-    pub stqe_next: *mut rte_mempool_objhdr,
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_objhdr_list {
-    pub stqh_first: *mut rte_mempool_objhdr,
-    pub stqh_last: *mut *mut rte_mempool_objhdr,
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_memhdr_list {
-    pub stqh_first: *mut rte_mempool_memhdr,
-    pub stqh_last: *mut *mut rte_mempool_memhdr,
-}
-pub type rte_mempool_memchunk_free_cb_t = ::std::option::Option<
-    unsafe extern "C" fn(memhdr: *mut rte_mempool_memhdr, opaque: *mut ::std::os::raw::c_void),
->;
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_memhdr {
-    pub next: rte_mempool_memhdr__bindgen_ty_1,
-    pub mp: *mut rte_mempool,
-    pub addr: *mut ::std::os::raw::c_void,
-    pub iova: rte_iova_t,
-    pub len: usize,
-    pub free_cb: rte_mempool_memchunk_free_cb_t,
-    pub opaque: *mut ::std::os::raw::c_void,
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct rte_mempool_memhdr__bindgen_ty_1 {
-    pub stqe_next: *mut rte_mempool_memhdr,
-}
-#[repr(C)]
-#[repr(align(64))]
-#[derive(Copy, Clone)]
 pub struct rte_mempool {
-    pub name: [::std::os::raw::c_char; 26usize],
-    pub __bindgen_anon_1: rte_mempool__bindgen_ty_1,
-    pub pool_config: *mut ::std::os::raw::c_void,
-    pub mz: *const rte_memzone,
-    pub flags: ::std::os::raw::c_uint,
-    pub socket_id: ::std::os::raw::c_int,
-    pub size: u32,
-    pub cache_size: u32,
-    pub elt_size: u32,
-    pub header_size: u32,
-    pub trailer_size: u32,
-    pub private_data_size: ::std::os::raw::c_uint,
-    pub ops_index: i32,
-    pub local_cache: *mut rte_mempool_cache,
-    pub populated_size: u32,
-    pub elt_list: rte_mempool_objhdr_list,
-    pub nb_mem_chunks: u32,
-    pub mem_list: rte_mempool_memhdr_list,
+    pub _bindgen_opaque_blob: [u8; 192usize],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -318,14 +229,6 @@ extern "C" {
         pool_config: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
-pub type rte_mempool_obj_cb_t = ::std::option::Option<
-    unsafe extern "C" fn(
-        mp: *mut rte_mempool,
-        opaque: *mut ::std::os::raw::c_void,
-        obj: *mut ::std::os::raw::c_void,
-        obj_idx: ::std::os::raw::c_uint,
-    ),
->;
 extern "C" {
     pub fn rte_mempool_create_empty(
         name: *const ::std::os::raw::c_char,
@@ -342,13 +245,6 @@ extern "C" {
 }
 extern "C" {
     pub fn rte_mempool_populate_default(mp: *mut rte_mempool) -> ::std::os::raw::c_int;
-}
-extern "C" {
-    pub fn rte_mempool_obj_iter(
-        mp: *mut rte_mempool,
-        obj_cb: rte_mempool_obj_cb_t,
-        obj_cb_arg: *mut ::std::os::raw::c_void,
-    ) -> u32;
 }
 extern "C" {
     pub fn rte_mempool_avail_count(mp: *const rte_mempool) -> ::std::os::raw::c_uint;
@@ -375,14 +271,6 @@ pub struct rte_pktmbuf_pool_private {
     pub mbuf_data_room_size: u16,
     pub mbuf_priv_size: u16,
     pub flags: u32,
-}
-extern "C" {
-    pub fn rte_pktmbuf_init(
-        mp: *mut rte_mempool,
-        opaque_arg: *mut ::std::os::raw::c_void,
-        m: *mut ::std::os::raw::c_void,
-        i: ::std::os::raw::c_uint,
-    );
 }
 extern "C" {
     pub fn rte_pktmbuf_pool_init(mp: *mut rte_mempool, opaque_arg: *mut ::std::os::raw::c_void);
@@ -776,6 +664,16 @@ extern "C" {
 }
 extern "C" {
     pub fn pktvec_rte_lcore_id() -> ::std::os::raw::c_uint;
+}
+extern "C" {
+    pub fn pktvec_rte_mempool_obj_addrs(
+        mp: *mut rte_mempool,
+        out: *mut usize,
+        max: ::std::os::raw::c_uint,
+    ) -> ::std::os::raw::c_uint;
+}
+extern "C" {
+    pub fn pktvec_rte_pktmbuf_init_all(mp: *mut rte_mempool);
 }
 extern "C" {
     pub fn pktvec_rte_mbuf_offsets(out: *mut ::std::os::raw::c_uint);

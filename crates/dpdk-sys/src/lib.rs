@@ -10,6 +10,8 @@
 //!   EAL, ethdev, mbuf, mempool, vdev probing). When libclang is missing, the committed
 //!   bindings for 22.11 (`src/bindings_22_11.rs`) are used instead; set
 //!   `PKTVEC_DPDK_SYS_PREGENERATED=1` to force them.
+//! * `rte_mbuf` and `rte_mempool` are opaque; the mbuf fields pktvec touches are read and
+//!   written through [`MbufHeader`], checked against C's `offsetof` in `tests/layout.rs`.
 //! * DPDK's fast path is `static inline` (`rte_eth_rx_burst`, `rte_eth_tx_burst`,
 //!   `rte_pktmbuf_alloc_bulk`, `rte_errno`, ...): there is no symbol to bind, so a small C
 //!   shim (`shim/shim.c`) exports one wrapper each, named `pktvec_<function>`.

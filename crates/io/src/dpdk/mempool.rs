@@ -106,20 +106,6 @@ impl std::fmt::Debug for Mempool {
 
 static POOLS: AtomicU32 = AtomicU32::new(0);
 
-// SAFETY: only DPDK calls this, from `rte_mempool_obj_iter` in `layout_of`, with `opaque`
-// pointing to the `Vec<usize>` that call passes; the body relies on nothing else.
-unsafe extern "C" fn collect_obj(
-    _mp: *mut sys::rte_mempool,
-    opaque: *mut std::os::raw::c_void,
-    obj: *mut std::os::raw::c_void,
-    _idx: u32,
-) {
-    // SAFETY: `opaque` is the `&mut Vec<usize>` passed to rte_mempool_obj_iter below, alive
-    // for the whole iteration, which calls back on the same thread.
-    let v = unsafe { &mut *(opaque as *mut Vec<usize>) };
-    v.push(obj as usize);
-}
-
 /// Creates a pool the standard way (`rte_pktmbuf_pool_create`).
 fn create_standard(name: &CString, mbufs: u32, cache: u32, room: u16) -> *mut sys::rte_mempool {
     // SAFETY: valid name; sizes checked by the caller; DPDK returns a pool or NULL.
@@ -168,30 +154,24 @@ fn create_unsplit(name: &CString, mbufs: u32, cache: u32, room: u16) -> *mut sys
             sys::rte_mempool_free(mp);
             return std::ptr::null_mut();
         }
-        sys::rte_mempool_obj_iter(mp, Some(sys::rte_pktmbuf_init), std::ptr::null_mut());
+        sys::pktvec_rte_pktmbuf_init_all(mp);
         mp
     }
 }
 
 /// The index layout of a created pool: every object at one stride, buffers at one offset.
 fn layout_of(mp: NonNull<sys::rte_mempool>, mbufs: u32) -> Result<Layout, DpdkError> {
-    let mut objs: Vec<usize> = Vec::with_capacity(mbufs as usize);
-    // SAFETY: `mp` is a populated pool; the callback only appends to `objs`, which
-    // outlives the call.
-    unsafe {
-        sys::rte_mempool_obj_iter(
-            mp.as_ptr(),
-            Some(collect_obj),
-            (&mut objs as *mut Vec<usize>).cast(),
-        )
-    };
-    objs.sort_unstable();
-    if objs.len() != mbufs as usize || objs.len() < 2 {
+    let mut objs: Vec<usize> = vec![0; mbufs as usize];
+    // SAFETY: `mp` is a populated pool; the shim writes at most `objs.len()` addresses.
+    let n = unsafe {
+        sys::pktvec_rte_mempool_obj_addrs(mp.as_ptr(), objs.as_mut_ptr(), objs.len() as u32)
+    } as usize;
+    if n != objs.len() || n < 2 {
         return Err(DpdkError::MempoolLayout(format!(
-            "{} objects for {mbufs} mbufs",
-            objs.len()
+            "{n} objects for {mbufs} mbufs"
         )));
     }
+    objs.sort_unstable();
     let stride = objs[1] - objs[0];
     if objs.windows(2).any(|w| w[1] - w[0] != stride) {
         return Err(DpdkError::MempoolLayout(
