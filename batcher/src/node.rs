@@ -6,6 +6,7 @@
 use crate::parser::{Parsed, ProtocolGraph};
 use crate::path_table::{PathTable, SharedPathTable};
 use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
+use pktvec_graph::builtin::copy_into_buffers;
 use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Node, NodeKind};
 use pktvec_packet::{BufferPool, MetaFlags};
 
@@ -77,19 +78,15 @@ impl BurstSource for ReplaySource {
         out.resize(start + want, 0);
         let got = pool.alloc_bulk(&mut out[start..]);
         out.truncate(start + got);
-        for &bi in &out[start..] {
-            let data = &self.packets[self.pos];
-            self.pos += 1;
-            if self.pos == self.packets.len() && self.looping {
-                self.pos = 0;
+        let (packets, pos, looping) = (&self.packets, &mut self.pos, self.looping);
+        copy_into_buffers(pool, &out[start..], self.rx_if, || {
+            let data = &packets[*pos];
+            *pos += 1;
+            if *pos == packets.len() && looping {
+                *pos = 0;
             }
-            let mut p = pool.packet_mut(bi);
-            let n = data.len().min(p.tailroom());
-            if let Ok(dst) = p.append(n) {
-                dst.copy_from_slice(&data[..n]);
-            }
-            p.meta_mut().rx_if = self.rx_if;
-        }
+            data
+        });
         self.produced += got as u64;
         got
     }

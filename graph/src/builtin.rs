@@ -24,6 +24,7 @@ use crate::context::Context;
 use crate::frame::Frame;
 use crate::next_nodes;
 use crate::node::{NoError, NoNext, Node, NodeKind};
+use pktvec_packet::BufferPool;
 
 /// Name under which the builder adds the [`DropNode`].
 pub const DROP_NODE: &str = "drop";
@@ -158,13 +159,26 @@ pub fn fill_frame<'a, N: Node + ?Sized>(
     frame: &mut Frame,
     want: usize,
     rx_if: u16,
-    mut next: impl FnMut() -> &'a [u8],
+    next: impl FnMut() -> &'a [u8],
 ) -> (usize, u64) {
     let got = cx.alloc_into(frame, want);
     let start = frame.len() - got;
-    let pool = cx.pool_mut();
+    let truncated = copy_into_buffers(cx.pool_mut(), &frame.buffers()[start..], rx_if, next);
+    (got, truncated)
+}
+
+/// Copies the bytes `next()` returns into each of the fresh buffers `bufs` (truncated to a
+/// buffer's room) and records `rx_if`, as a NIC's receive would; returns how many packets
+/// were truncated. What [`fill_frame`] and other packet sources (the path batcher's replay)
+/// share.
+pub fn copy_into_buffers<'a>(
+    pool: &mut BufferPool,
+    bufs: &[u32],
+    rx_if: u16,
+    mut next: impl FnMut() -> &'a [u8],
+) -> u64 {
     let mut truncated = 0;
-    for &bi in &frame.buffers()[start..] {
+    for &bi in bufs {
         let data = next();
         let mut p = pool.packet_mut(bi);
         let n = data.len().min(p.tailroom());
@@ -174,5 +188,5 @@ pub fn fill_frame<'a, N: Node + ?Sized>(
         }
         p.meta_mut().rx_if = rx_if;
     }
-    (got, truncated)
+    truncated
 }

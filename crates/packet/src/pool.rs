@@ -18,7 +18,7 @@
 //! assert_eq!(pool.free_count(), 4);
 //! ```
 
-use crate::meta::{BufferMeta, MetaFlags};
+use crate::meta::{BufferMeta, MetaFlags, NO_INTERFACE};
 use crate::packet::{Packet, PacketMut};
 use crate::prefetch;
 use bytemuck::{Pod, Zeroable};
@@ -313,17 +313,7 @@ impl BufferPool {
     /// if `bi` is not a buffer of this pool or is already in use.
     #[inline]
     pub fn adopt(&mut self, bi: u32) -> bool {
-        match self.meta.get(bi as usize) {
-            Some(m) if m.flags.contains(MetaFlags::FREE) => {
-                self.reset(bi);
-                self.in_use += 1;
-                true
-            }
-            _ => {
-                self.bad_adopts += 1;
-                false
-            }
-        }
+        self.adopt_as(bi, self.headroom, 0, NO_INTERFACE)
     }
 
     /// [`adopt`](Self::adopt) with the packet's place and receive interface filled in, in
@@ -367,14 +357,7 @@ impl BufferPool {
     /// in use.
     #[inline]
     pub fn release(&mut self, bi: u32) -> bool {
-        let m = &mut self.meta[bi as usize];
-        if m.flags.contains(MetaFlags::FREE) {
-            self.double_frees += 1;
-            return false;
-        }
-        m.flags = MetaFlags::FREE;
-        self.in_use -= 1;
-        true
+        self.release_data(bi).is_some()
     }
 
     /// Adoptions refused (index out of range or buffer already in use).
