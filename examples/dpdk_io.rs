@@ -23,9 +23,14 @@ struct Cli {
     /// Packets to forward (in all).
     #[arg(long, short = 'n', default_value_t = 10_000_000)]
     packets: u64,
-    /// Vector size (= rx burst size; testpmd's default burst is 32).
+    /// Vector size: the most packets the rx node hands the graph per call.
     #[arg(long, default_value_t = 256)]
     vector_size: usize,
+    /// Packets per `rte_eth_rx_burst` call (testpmd's `--burst`, default 32); the rx node
+    /// repeats bursts until its vector is full or the queue is empty. Give the vector
+    /// size for one driver call per vector.
+    #[arg(long, default_value_t = pktvec::io::dpdk::DEFAULT_RX_BURST)]
+    rx_burst: usize,
     /// Mbufs in the mempool.
     #[arg(long, default_value_t = 65536)]
     mbufs: u32,
@@ -54,9 +59,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, p) in ports.iter().enumerate() {
         let out = &ports[(i + 1) % ports.len()];
         let (rx, tx) = (format!("{}-rx", p.name()), format!("{}-tx", out.name()));
-        b.add(&rx, DpdkRx::new(p, 0).with_limit(per_port))
-            .add(&tx, DpdkTx::new(out, 0))
-            .set_next(&rx, DpdkRxNext::Out, &tx);
+        b.add(
+            &rx,
+            DpdkRx::new(p, 0)
+                .with_burst(cli.rx_burst)
+                .with_limit(per_port),
+        )
+        .add(&tx, DpdkTx::new(out, 0))
+        .set_next(&rx, DpdkRxNext::Out, &tx);
     }
     let mut g = b.build(mempool.buffer_pool()?)?;
     let start = Instant::now();

@@ -34,11 +34,13 @@ def testpmd(vdevs, prefix, burst, secs):
         sys.exit('testpmd output not understood:\n' + out[-3000:])
     return {'cycles_per_packet': float(m.group(1)), 'packets': int(m.group(3))}
 
-def ours_io(target, vdevs, prefix, vector, n):
+def ours_io(target, vdevs, prefix, vector, burst, n):
+    """Our rx -> tx graph: rte_eth_rx_burst calls of `burst` packets, up to `vector` per
+    node call (vector == burst: one driver call per vector)."""
     eal = f'--no-huge -m 1024 --no-pci -l 1 --file-prefix={prefix} --log-level=error ' + \
         ' '.join(f'--vdev={v}' for v in vdevs)
-    out = run([f'{target}/dpdk_io', '-n', str(n), '--vector-size', str(vector), '--json',
-               '--eal', eal])
+    out = run([f'{target}/dpdk_io', '-n', str(n), '--vector-size', str(vector),
+               '--rx-burst', str(burst), '--json', '--eal', eal])
     j = json.loads(out[out.index('{'):])
     rows = {r['name']: r for r in j['runtime']['rows']}
     return {'wall_cycles_per_packet': j['seconds'] * TSC_HZ / j['packets'],
@@ -60,7 +62,7 @@ def svg(summary, path):
     """Bar chart: cycles per forwarded packet, testpmd io vs pktvec (rx node + tx node)."""
     keys = [k for k in summary if k != 'l3fwd-pcap']
     vmax = max(max(summary[k]['testpmd'], summary[k]['pktvec_wall']) for k in keys) * 1.15
-    W, H, L, B = 640, 360, 60, 60
+    W, H, L, B = 760, 380, 60, 80
     bw = (W - L - 20) / len(keys)
     y = lambda v: H - B - (H - B - 30) * v / vmax
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
@@ -72,15 +74,19 @@ def svg(summary, path):
                    f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
     for i, k in enumerate(keys):
         x0 = L + i * bw + bw * 0.15
-        for j, (lab, col) in enumerate((('testpmd', '#888'), ('pktvec_wall', '#2a6'))):
+        for j, (lab, col) in enumerate((('testpmd', '#888'), ('pktvec_wall', '#2a6'),
+                                        ('pktvec_one_call_wall', '#9cd'))):
+            if lab not in summary[k]:
+                continue
             v = summary[k][lab]
-            out.append(f'<rect x="{x0 + j*bw*0.35}" y="{y(v)}" width="{bw*0.33}" height="{H-B-y(v)}" fill="{col}"/>'
-                       f'<text x="{x0 + j*bw*0.35 + bw*0.165}" y="{y(v)-4}" text-anchor="middle">{v:.0f}</text>')
+            out.append(f'<rect x="{x0 + j*bw*0.26}" y="{y(v)}" width="{bw*0.24}" height="{H-B-y(v)}" fill="{col}"/>'
+                       f'<text x="{x0 + j*bw*0.26 + bw*0.12}" y="{y(v)-4}" text-anchor="middle">{v:.0f}</text>')
         vd, burst = k.split('-')
         out.append(f'<text x="{x0 + bw*0.35}" y="{H-B+16}" text-anchor="middle">net_{vd}, burst {burst}</text>'
                    f'<text x="{x0 + bw*0.35}" y="{H-B+32}" text-anchor="middle">ratio {summary[k]["ratio_wall"]:.2f}</text>')
-    out.append(f'<rect x="{L+10}" y="{H-20}" width="12" height="12" fill="#888"/><text x="{L+26}" y="{H-10}">dpdk-testpmd --forward-mode=io</text>'
-               f'<rect x="{L+250}" y="{H-20}" width="12" height="12" fill="#2a6"/><text x="{L+266}" y="{H-10}">pktvec graph: DpdkRx -> DpdkTx (dpdk_io)</text></svg>')
+    out.append(f'<rect x="{L+10}" y="{H-38}" width="12" height="12" fill="#888"/><text x="{L+26}" y="{H-28}">dpdk-testpmd --forward-mode=io --burst=B</text>'
+               f'<rect x="{L+330}" y="{H-38}" width="12" height="12" fill="#2a6"/><text x="{L+346}" y="{H-28}">pktvec DpdkRx -> DpdkTx, rx bursts of B, vectors of 256</text>'
+               f'<rect x="{L+330}" y="{H-20}" width="12" height="12" fill="#9cd"/><text x="{L+346}" y="{H-10}">pktvec, one rx burst per vector (vector = B)</text></svg>')
     open(path, 'w').write('\n'.join(out))
 
 def main():
@@ -110,12 +116,20 @@ def main():
         for name, vdevs in setups.items():
             for burst in (32, 256):
                 t = testpmd(vdevs, f'tp{rep}{name}{burst}', burst, a.secs)
-                o = ours_io(a.target, vdevs, f'io{rep}{name}{burst}', burst, a.n)
-                res['runs'].append({'rep': rep, 'vdevs': name, 'burst': burst, 'testpmd': t, 'pktvec': o})
+                # The driver burst is testpmd's; the rx node fills vectors of 256 from it.
+                o = ours_io(a.target, vdevs, f'io{rep}{name}{burst}', 256, burst, a.n)
+                run_ = {'rep': rep, 'vdevs': name, 'burst': burst, 'testpmd': t, 'pktvec': o}
+                if burst != 256:
+                    # ... and one driver call per vector of `burst` (the old rx node).
+                    run_['pktvec_one_call'] = ours_io(a.target, vdevs, f'iv{rep}{name}{burst}',
+                                                      burst, burst, a.n)
+                res['runs'].append(run_)
                 print(f'rep {rep} {name:4} burst {burst:3}: testpmd {t["cycles_per_packet"]:.1f} '
                       f'cyc/pkt; pktvec io {o["wall_cycles_per_packet"]:.1f} wall, rx {o["rx_cycles_per_packet"]:.1f} '
                       f'+ tx {o["tx_cycles_per_packet"]:.1f} = {o["node_cycles_per_packet"]:.1f} in nodes; '
-                      f'ratio {o["wall_cycles_per_packet"] / t["cycles_per_packet"]:.3f}', flush=True)
+                      f'ratio {o["wall_cycles_per_packet"] / t["cycles_per_packet"]:.3f}'
+                      + (f'; vector={burst}: {run_["pktvec_one_call"]["wall_cycles_per_packet"]:.1f} wall'
+                         if 'pktvec_one_call' in run_ else ''), flush=True)
         l = ours_l3fwd(a.target, pcap, f'l3{rep}', a.n)
         res['runs'].append({'rep': rep, 'vdevs': 'pcap', 'l3fwd': l})
         print(f'rep {rep} l3fwd over net_pcap: {l["mpps"]:.2f} Mpps, {l["wall_cycles_per_packet"]:.1f} cyc/pkt '
@@ -129,6 +143,12 @@ def main():
             nodes = statistics.median(r['pktvec']['node_cycles_per_packet'] for r in rs)
             summary[f'{name}-{burst}'] = {'testpmd': t, 'pktvec_wall': o, 'pktvec_nodes': nodes,
                                           'ratio_wall': o / t, 'ratios': [r['pktvec']['wall_cycles_per_packet'] / r['testpmd']['cycles_per_packet'] for r in rs]}
+            one = [r for r in rs if 'pktvec_one_call' in r]
+            if one:
+                v = statistics.median(r['pktvec_one_call']['wall_cycles_per_packet'] for r in one)
+                summary[f'{name}-{burst}'].update({
+                    'pktvec_one_call_wall': v, 'ratio_one_call': v / t,
+                    'ratios_one_call': [r['pktvec_one_call']['wall_cycles_per_packet'] / r['testpmd']['cycles_per_packet'] for r in one]})
     ls = [r['l3fwd'] for r in res['runs'] if 'l3fwd' in r]
     summary['l3fwd-pcap'] = {'mpps_median': statistics.median(x['mpps'] for x in ls),
                              'mpps': [x['mpps'] for x in ls]}

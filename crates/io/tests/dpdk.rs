@@ -155,6 +155,41 @@ fn null_ports_forward_in_bursts_without_leaks() {
 }
 
 #[test]
+fn rx_repeats_short_driver_bursts_until_the_vector_is_full() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
+    {
+        let a = eal.attach("net_null13").unwrap();
+        let z = eal.attach("net_null14").unwrap();
+        let rx = Port::start(&eal, a, &mempool, &PortConfig::default()).unwrap();
+        let tx = Port::start(&eal, z, &mempool, &PortConfig::default()).unwrap();
+        let total = 256 * 40 + 100;
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        // Bursts of 7 (not a divisor of 256), and a node asking for more than a vector.
+        b.add("rx7", DpdkRx::new(&rx, 0).with_burst(7).with_limit(total))
+            .add("rx-big", DpdkRx::new(&rx, 0).with_burst(5000).with_limit(total))
+            .add("tx", DpdkTx::new(&tx, 0))
+            .set_next("rx7", DpdkRxNext::Out, "tx")
+            .set_next("rx-big", DpdkRxNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        assert_eq!(g.run_until_idle(), 2 * total);
+        let rt = g.runtime();
+        for name in ["rx7", "rx-big"] {
+            let row = rt.row(name).unwrap();
+            assert_eq!(row.packets, total, "{name}");
+            // 40 full vectors of 256, then the 100 left under the limit.
+            assert_eq!(row.vectors, 41, "{name}: {row:?}");
+        }
+        let c = g.conservation();
+        assert!(c.is_balanced() && c.output == 2 * total, "{c}");
+        assert_eq!(tx.stats().opackets, 2 * total);
+        drop(g);
+    }
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+#[test]
 fn several_queues_each_polled_by_its_own_node() {
     let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
     let eal = eal();

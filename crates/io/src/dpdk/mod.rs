@@ -36,7 +36,9 @@ mod port;
 
 pub use eal::Eal;
 pub use mempool::Mempool;
-pub use nodes::{DpdkRx, DpdkRxError, DpdkRxNext, DpdkTx, DpdkTxError, DEFAULT_TX_RETRIES};
+pub use nodes::{
+    DpdkRx, DpdkRxError, DpdkRxNext, DpdkTx, DpdkTxError, DEFAULT_RX_BURST, DEFAULT_TX_RETRIES,
+};
 pub use port::{Port, PortConfig, PortStats};
 
 #[cfg(doc)]

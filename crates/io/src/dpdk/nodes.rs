@@ -10,6 +10,11 @@ use std::sync::Arc;
 /// Most mbuf pointers one rx or tx burst call handles (DPDK takes a `u16` count).
 const BURST_MAX: usize = 1024;
 
+/// Packets asked of the driver per `rte_eth_rx_burst` call by default (DPDK's and
+/// testpmd's usual burst); [`DpdkRx`] repeats the call until its vector is full or the
+/// queue runs dry, as VPP's `dpdk-input` does.
+pub const DEFAULT_RX_BURST: usize = 32;
+
 /// Transmit retries before the unsent packets of a vector are dropped.
 pub const DEFAULT_TX_RETRIES: u32 = 8;
 
@@ -40,15 +45,29 @@ node_errors! {
     }
 }
 
-/// Input node polling one rx queue: one `rte_eth_rx_burst` of up to a vector per call.
-/// Each mbuf enters the graph as its buffer index, with no copy; its data offset and
-/// length go into the buffer metadata.
+/// Input node polling one rx queue. Each call fills one vector: it asks the driver for
+/// bursts of [`DEFAULT_RX_BURST`] packets (see [`DpdkRx::with_burst`]) until the vector is
+/// full or a burst comes back short (the queue is empty), so the graph's per-vector costs
+/// are paid once per vector, not once per driver burst. Each mbuf enters the graph as its
+/// buffer index, with no copy; its data offset and length go into the buffer metadata.
+///
+/// ```no_run
+/// # use pktvec_io::dpdk::{DpdkRx, Eal, Mempool, Port, PortConfig};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let eal = Eal::init("--no-huge -m 512 --no-pci -l 0 --vdev=net_null0")?;
+/// let pool = Mempool::new(&eal, 8192, 2048)?;
+/// let port = Port::start(&eal, eal.ports()[0], &pool, &PortConfig::default())?;
+/// // Bursts of 64 from queue 0, up to the graph's vector size per call.
+/// let rx = DpdkRx::new(&port, 0).with_burst(64);
+/// # let _ = rx; Ok(()) }
+/// ```
 pub struct DpdkRx {
     port: Arc<Port>,
     queue: u16,
     rx_if: u16,
     layout: Layout,
     burst: Box<[usize]>,
+    rx_burst: usize,
     multiseg: Vec<u32>,
     limit: Option<u64>,
     received: u64,
@@ -65,6 +84,7 @@ impl DpdkRx {
             rx_if: port.id(),
             layout: port.mempool.inner.layout,
             burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+            rx_burst: DEFAULT_RX_BURST,
             multiseg: Vec::with_capacity(BURST_MAX),
             limit: None,
             received: 0,
@@ -76,6 +96,15 @@ impl DpdkRx {
     /// Records `rx_if` instead of the port id as the packets' rx interface.
     pub fn with_rx_interface(mut self, rx_if: u16) -> Self {
         self.rx_if = rx_if;
+        self
+    }
+
+    /// Asks the driver for at most `n` packets per `rte_eth_rx_burst` call (clamped to
+    /// 1..=1024); a call of the node repeats bursts until its vector is full or a burst
+    /// returns fewer than asked. `with_burst(vector size)` gives one driver call per node
+    /// call.
+    pub fn with_burst(mut self, n: usize) -> Self {
+        self.rx_burst = n.clamp(1, BURST_MAX);
         self
     }
 
@@ -120,16 +149,25 @@ impl Node for DpdkRx {
         if want == 0 {
             return;
         }
-        // SAFETY: the port is started and `queue` is one of its rx queues (polled by this
-        // node only); `burst` has room for `want` <= BURST_MAX pointers.
-        let n = unsafe {
-            sys::pktvec_rte_eth_rx_burst(
-                self.port.id(),
-                self.queue,
-                self.burst.as_mut_ptr().cast(),
-                want as u16,
-            )
-        } as usize;
+        let mut n = 0;
+        while n < want {
+            let ask = self.rx_burst.min(want - n);
+            // SAFETY: the port is started and `queue` is one of its rx queues (polled by
+            // this node only); `burst[n..]` has room for `ask` <= want - n pointers, and
+            // want <= BURST_MAX.
+            let got = unsafe {
+                sys::pktvec_rte_eth_rx_burst(
+                    self.port.id(),
+                    self.queue,
+                    self.burst[n..].as_mut_ptr().cast(),
+                    ask as u16,
+                )
+            } as usize;
+            n += got;
+            if got < ask {
+                break;
+            }
+        }
         let pool = cx.pool_mut();
         self.multiseg.clear();
         // Pass 1: mbuf -> buffer index, in place, and prefetch the metadata lines (a separate
