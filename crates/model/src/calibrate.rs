@@ -163,6 +163,88 @@ impl Calibration {
     }
 }
 
+/// Fits the I1 side of [`MissParams`](crate::ppb::MissParams) for one L1i size from
+/// `(wide, narrow, measured I1 per packet)` triples, where wide/narrow are
+/// [`code_lines_per_packet`](crate::ppb::code_lines_per_packet) of the measured setting:
+/// I1 = ratio × (wide + narrow_ratio × narrow), least squares on the logarithm (relative
+/// errors), narrow_ratio searched over 0..=1. Returns (code_miss_ratio, narrow_code_ratio).
+///
+/// ```
+/// let pts = [(10.0, 0.0, 5.0), (0.0, 10.0, 2.5), (4.0, 4.0, 3.0)];
+/// let (m, phi) = pktvec_model::calibrate::fit_code_misses(&pts);
+/// assert!((m - 0.5).abs() < 1e-9 && (phi - 0.5).abs() < 1e-9);
+/// ```
+pub fn fit_code_misses(samples: &[(f64, f64, f64)]) -> (f64, f64) {
+    let mut best = (f64::INFINITY, 0.0, 1.0);
+    for k in 0..=100 {
+        let phi = k as f64 / 100.0;
+        let pts: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.2 > 0.0 && s.0 + phi * s.1 > 0.0)
+            .map(|s| ((s.0 + phi * s.1).ln(), s.2.ln()))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let lm = pts.iter().map(|(x, y)| y - x).sum::<f64>() / pts.len() as f64;
+        let err: f64 = pts.iter().map(|(x, y)| (x + lm - y).powi(2)).sum();
+        if err < best.0 - 1e-12 {
+            best = (err, lm.exp(), phi);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// Fits the D1 side of [`MissParams`](crate::ppb::MissParams) from `(packets in flight,
+/// measured D1 per packet)` pairs: D1 = k0 + R·(1 − exp(−n·w/C)) with C = `l1d_lines`;
+/// w searched on a geometric grid, (k0, R) by least squares weighted by 1/D1² (relative
+/// errors). Returns (d_compulsory, d_reuse, d_lines_per_packet).
+///
+/// ```
+/// let f = |n: f64| 4.0 + 10.0 * (1.0 - (-n * 2.0 / 512.0).exp());
+/// let pts: Vec<(f64, f64)> = [4.0, 64.0, 256.0].iter().map(|&n| (n, f(n))).collect();
+/// let (k0, r, w) = pktvec_model::calibrate::fit_data_misses(&pts, 512.0);
+/// assert!((k0 - 4.0).abs() < 0.1 && (r - 10.0).abs() < 0.5 && (w - 2.0).abs() < 0.1);
+/// ```
+pub fn fit_data_misses(samples: &[(f64, f64)], l1d_lines: f64) -> (f64, f64, f64) {
+    let mut best = (f64::INFINITY, 0.0, 0.0, 0.0);
+    for k in 0..=400 {
+        let w = 0.05 * 1.02f64.powi(k);
+        // Weighted least squares y = k0 + R·f.
+        let (mut s00, mut s01, mut s11, mut t0, mut t1) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for &(n, y) in samples {
+            if y <= 0.0 {
+                continue;
+            }
+            let f = 1.0 - (-n * w / l1d_lines).exp();
+            let wt = 1.0 / (y * y);
+            s00 += wt;
+            s01 += wt * f;
+            s11 += wt * f * f;
+            t0 += wt * y;
+            t1 += wt * f * y;
+        }
+        let det = s00 * s11 - s01 * s01;
+        if det.abs() < 1e-18 {
+            continue;
+        }
+        let r = (s00 * t1 - s01 * t0) / det;
+        let k0 = (t0 - s01 * r) / s00;
+        if r < 0.0 || k0 < 0.0 {
+            continue;
+        }
+        let err: f64 = samples
+            .iter()
+            .filter(|s| s.1 > 0.0)
+            .map(|&(n, y)| ((k0 + r * (1.0 - (-n * w / l1d_lines).exp()) - y) / y).powi(2))
+            .sum();
+        if err < best.0 {
+            best = (err, k0, r, w);
+        }
+    }
+    (best.1, best.2, best.3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,23 @@ pub struct TunerConfig {
     pub drift: f64,
     /// Measurement windows (calls to [`Tuner::observe`]) spent on each explored setting.
     pub windows_per_try: usize,
+    /// Consecutive windows beyond `drift` (same sign) before exploring: one noisy window
+    /// does not start an exploration.
+    #[serde(default = "default_confirm")]
+    pub confirm_windows: usize,
+    /// Exploration rounds at most per drift: a round measures the current setting and its
+    /// neighbours; when the best measured is not the round's centre, the next round is
+    /// centred on it (settings already measured are not measured again).
+    #[serde(default = "default_rounds")]
+    pub max_rounds: usize,
+}
+
+fn default_confirm() -> usize {
+    2
+}
+
+fn default_rounds() -> usize {
+    3
 }
 
 impl Default for TunerConfig {
@@ -27,6 +44,8 @@ impl Default for TunerConfig {
             sub_batches: vec![1, 4, 8, 16, 32, 64, 128],
             drift: 0.15,
             windows_per_try: 2,
+            confirm_windows: default_confirm(),
+            max_rounds: default_rounds(),
         }
     }
 }
@@ -52,6 +71,11 @@ pub struct Tuner {
     window: usize,
     acc: f64,
     decisions: u64,
+    drifting: usize,
+    drift_sign: f64,
+    round: usize,
+    centre: Setting,
+    windows: u64,
 }
 
 impl Tuner {
@@ -70,6 +94,14 @@ impl Tuner {
             window: 0,
             acc: 0.0,
             decisions: 0,
+            drifting: 0,
+            drift_sign: 0.0,
+            round: 0,
+            centre: Setting {
+                vector: 256,
+                sub_batch: 16,
+            },
+            windows: 0,
         };
         t.current = t.best_predicted();
         t
@@ -122,9 +154,103 @@ impl Tuner {
         !self.exploring.is_empty() || !self.results.is_empty()
     }
 
+    /// Windows observed so far.
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
+    /// The `k` settings with the lowest predicted cycles per packet, best first (larger
+    /// vectors first on ties). A caller that can afford a few measurements confirms the
+    /// choice among them ([`confirm`](Self::confirm)) instead of trusting predictions
+    /// that differ by less than the measurement noise.
+    ///
+    /// ```
+    /// use pktvec_model::batching::{Compute, Node, Stall};
+    /// use pktvec_model::calibrate::Calibration;
+    /// use pktvec_model::tuner::{Tuner, TunerConfig};
+    /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0 } };
+    /// let t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
+    /// let top = t.top_predicted(3);
+    /// assert_eq!(top[0], t.setting());
+    /// assert!(t.predict(top[0]) <= t.predict(top[2]));
+    /// ```
+    pub fn top_predicted(&self, k: usize) -> Vec<Setting> {
+        let mut all = Vec::new();
+        for &v in self.cfg.vectors.iter().rev() {
+            for &b in &self.cfg.sub_batches {
+                if b <= v {
+                    let s = Setting {
+                        vector: v,
+                        sub_batch: b,
+                    };
+                    all.push((self.predict(s), s));
+                }
+            }
+        }
+        // Stable sort: ties keep the larger-vector-first order.
+        all.sort_by(|a, b| a.0.total_cmp(&b.0));
+        all.into_iter().take(k).map(|(_, s)| s).collect()
+    }
+
+    /// Adopts the best of measured `(setting, cycles per packet)` pairs (e.g. the
+    /// [`top_predicted`](Self::top_predicted) settings, each measured) and rescales the
+    /// model to it; returns it. Ignores an empty list.
+    pub fn confirm(&mut self, measured: &[(Setting, f64)]) -> Setting {
+        if let Some(&(best, c)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+            self.adopt(best, c);
+        }
+        self.current
+    }
+
+    fn adopt(&mut self, best: Setting, c: f64) {
+        let raw = self.calib.predict(best.vector, best.sub_batch, |_| 1.0);
+        if raw > 0.0 {
+            self.scale = c / raw;
+        }
+        self.current = best;
+    }
+
+    /// One exploration round around `centre`: the centre and its neighbours in B and b
+    /// not measured yet in this exploration.
+    fn round_around(&mut self, centre: Setting) {
+        let nb = |xs: &[usize], x: usize| -> Vec<usize> {
+            let i = xs.iter().position(|&y| y == x).unwrap_or(0);
+            xs[i.saturating_sub(1)..(i + 2).min(xs.len())].to_vec()
+        };
+        let mut tries = Vec::new();
+        for v in nb(&self.cfg.vectors, centre.vector) {
+            for b in nb(&self.cfg.sub_batches, centre.sub_batch) {
+                let s = Setting {
+                    vector: v,
+                    sub_batch: b,
+                };
+                if b <= v && !self.results.iter().any(|r| r.0 == s) {
+                    tries.push(s);
+                }
+            }
+        }
+        // Measure the centre first (popped last = pushed first is measured last; reverse
+        // so the centre, if new, is measured first).
+        tries.retain(|&s| s != centre);
+        if !self.results.iter().any(|r| r.0 == centre) {
+            tries.push(centre);
+        }
+        self.centre = centre;
+        self.round += 1;
+        self.exploring = tries;
+    }
+
     /// Feeds one window's measured cycles per packet (at [`setting`](Self::setting));
     /// returns the setting for the next window.
+    ///
+    /// Outside exploration, a window whose cycles per packet differ from the (rescaled)
+    /// prediction by more than `drift`, `confirm_windows` times in a row with the same
+    /// sign, starts an exploration: rounds of the current setting and its neighbours,
+    /// `windows_per_try` windows each, re-centred on the best measured up to `max_rounds`
+    /// times; then the best measured is kept and the model rescaled to it.
     pub fn observe(&mut self, cycles_per_packet: f64) -> Setting {
+        self.windows += 1;
         if self.exploring() {
             self.acc += cycles_per_packet;
             self.window += 1;
@@ -139,41 +265,46 @@ impl Tuner {
                 self.current = next;
                 return next;
             }
-            // Done: keep the best measured, rescale the model to it.
             let (best, c) = self
                 .results
                 .iter()
                 .copied()
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("at least one result");
-            let raw = self.calib.predict(best.vector, best.sub_batch, |_| 1.0);
-            if raw > 0.0 {
-                self.scale = c / raw;
+            if best != self.centre && self.round < self.cfg.max_rounds.max(1) {
+                self.round_around(best);
+                if let Some(next) = self.exploring.pop() {
+                    self.current = next;
+                    return next;
+                }
             }
-            self.current = best;
+            // Done: keep the best measured, rescale the model to it.
+            self.adopt(best, c);
             self.results.clear();
+            self.round = 0;
             self.decisions += 1;
             return best;
         }
         let predicted = self.predict(self.current);
-        if predicted > 0.0 && ((cycles_per_packet - predicted) / predicted).abs() > self.cfg.drift {
-            // Bounded exploration: the current setting, its neighbours in b and in B.
-            let nb = |xs: &[usize], x: usize| -> Vec<usize> {
-                let i = xs.iter().position(|&y| y == x).unwrap_or(0);
-                xs[i.saturating_sub(1)..(i + 2).min(xs.len())].to_vec()
-            };
-            let mut tries = Vec::new();
-            for v in nb(&self.cfg.vectors, self.current.vector) {
-                for b in nb(&self.cfg.sub_batches, self.current.sub_batch) {
-                    if b <= v {
-                        tries.push(Setting {
-                            vector: v,
-                            sub_batch: b,
-                        });
-                    }
-                }
+        let rel = if predicted > 0.0 {
+            (cycles_per_packet - predicted) / predicted
+        } else {
+            0.0
+        };
+        if rel.abs() > self.cfg.drift {
+            if self.drifting > 0 && rel.signum() != self.drift_sign {
+                self.drifting = 0;
             }
-            self.exploring = tries;
+            self.drift_sign = rel.signum();
+            self.drifting += 1;
+        } else {
+            self.drifting = 0;
+        }
+        if self.drifting >= self.cfg.confirm_windows.max(1) {
+            self.drifting = 0;
+            self.round = 0;
+            let c = self.current;
+            self.round_around(c);
             self.current = self.exploring.pop().expect("the current setting at least");
         }
         self.current
@@ -234,11 +365,61 @@ mod tests {
             if t.decisions() == 1 {
                 break;
             }
-            assert!(windows < 40, "bounded exploration");
+            // confirm_windows + max_rounds rounds of at most 9 settings × windows_per_try.
+            assert!(windows <= 2 + 3 * 9 * 2, "bounded exploration");
         }
         // Settled: no more exploration while the model (rescaled) matches.
         let c = 1.5 * truth.predict(s.vector, s.sub_batch, |_| 1.0);
         assert_eq!(t.observe(c), s);
         assert!(!t.exploring());
+    }
+
+    #[test]
+    fn one_noisy_window_does_not_explore() {
+        let truth = calib(100.0);
+        let mut t = Tuner::new(TunerConfig::default(), calib(100.0));
+        let s = t.setting();
+        let c = truth.predict(s.vector, s.sub_batch, |_| 1.0);
+        assert_eq!(t.observe(2.0 * c), s);
+        assert_eq!(t.observe(c), s);
+        assert_eq!(t.observe(2.0 * c), s);
+        assert!(!t.exploring());
+    }
+
+    #[test]
+    fn re_centres_on_the_best_measured_until_it_stops_moving() {
+        // The model believes in b = 128; in truth every sub-batch above 1 costs more
+        // (a cache-resident table): the rounds walk b down to 1.
+        let mut t = Tuner::new(TunerConfig::default(), calib(100.0));
+        assert_eq!(t.setting().sub_batch, 128);
+        let truth =
+            |s: Setting| 30.0 + 2000.0 / s.vector as f64 + 3.0 * (s.sub_batch as f64).log2();
+        let mut s = t.setting();
+        for _ in 0..200 {
+            s = t.observe(truth(s));
+            if t.decisions() == 1 {
+                break;
+            }
+        }
+        assert_eq!(t.decisions(), 1);
+        assert_eq!(s.vector, 256);
+        assert!(s.sub_batch <= 16, "walked down from 128: {s:?}");
+    }
+
+    #[test]
+    fn confirm_adopts_the_best_measured_of_the_top_k() {
+        let mut t = Tuner::new(TunerConfig::default(), calib(100.0));
+        let top = t.top_predicted(3);
+        assert_eq!(top.len(), 3);
+        let m: Vec<(Setting, f64)> = top
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, 100.0 - i as f64))
+            .collect();
+        assert_eq!(t.confirm(&m), top[2]);
+        assert!(
+            (t.predict(top[2]) - 98.0).abs() < 1e-9,
+            "rescaled to the measurement"
+        );
     }
 }
