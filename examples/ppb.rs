@@ -9,7 +9,7 @@
 //! ```
 
 use clap::{Parser, ValueEnum};
-use pktvec::batcher::{Batcher, BatcherConfig, ReplaySource};
+use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, ReplaySource};
 use pktvec::graph::builtin::NullSink;
 use pktvec::graph::{clock, GraphBuilder, GraphConfig};
 use pktvec::io::generator::Generator;
@@ -55,6 +55,10 @@ struct Cli {
     /// Flush deadline of the batcher, microseconds.
     #[arg(long, default_value_t = 100.0)]
     deadline_us: f64,
+    /// Send every vector to ethernet-input (by default the batcher starts untagged
+    /// IPv4/IPv6 vectors at ip4-input/ip6-input, doing ethernet-input's work itself).
+    #[arg(long)]
+    no_direct: bool,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
@@ -95,6 +99,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     b.add("batcher", Batcher::new(src, cfg));
     let nodes = app.add_to(&mut b);
+    if !cli.no_direct {
+        b.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
+            .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
+    }
     b.add(&nodes.output_to_tx.to, NullSink);
     let mut g = b.build(BufferPool::new(PoolConfig {
         buffers: 16384,
@@ -127,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{}",
             serde_json::json!({
                 "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch,
-                "vector_size": cli.vector_size, "packets": done, "seconds": secs,
+                "vector_size": cli.vector_size, "direct": !cli.no_direct, "packets": done, "seconds": secs,
                 "cycles_per_packet": cpp, "mpps": done as f64 / secs / 1e6,
                 "runtime": g.runtime(), "batcher": st, "conservation": c,
             })

@@ -4,10 +4,10 @@
 //! off ([`BatcherConfig::enabled`]).
 
 use crate::parser::{Parsed, ProtocolGraph};
-use crate::path_table::{PathTable, SharedPathTable};
+use crate::path_table::{FastL3, PathTable, SharedPathTable};
 use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
 use pktvec_graph::builtin::copy_into_buffers;
-use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Node, NodeKind};
+use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Next, Node, NodeKind};
 use pktvec_packet::{BufferPool, MetaFlags};
 
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
@@ -93,10 +93,20 @@ impl BurstSource for ReplaySource {
 }
 
 next_nodes! {
-    /// The one arc of [`Batcher`].
+    /// The arcs of [`Batcher`]. `Ip4` and `Ip6` lead to `ethernet-input` by default, like
+    /// `Out`; point them at the IPv4/IPv6 input nodes (`ip4-input`, `ip6-input`) and the
+    /// batcher does `ethernet-input`'s work itself for the untagged IPv4/IPv6 frames its
+    /// fast path classifies (records the L2/L3 offsets, strips the Ethernet header, as
+    /// `ethernet-input` does) and starts their whole-path vectors at those nodes.
     pub enum BatcherNext {
-        /// Every vector (by default to `ethernet-input`).
+        /// Every vector not sent on `Ip4`/`Ip6` (by default to `ethernet-input`).
         Out = "ethernet-input",
+        /// Vectors of untagged IPv4 frames, already stripped to L3, when wired elsewhere
+        /// than `Out`'s node.
+        Ip4 = "ethernet-input",
+        /// Vectors of untagged IPv6 frames, already stripped to L3, when wired elsewhere
+        /// than `Out`'s node.
+        Ip6 = "ethernet-input",
     }
 }
 
@@ -137,6 +147,8 @@ pub struct Batcher<S: BurstSource> {
     cfg: BatcherConfig,
     queues: Queues,
     scratch: Vec<u32>,
+    /// Per packet of the burst: path id | arc << 8.
+    cls: Vec<u16>,
     drops: Vec<u32>,
     parsed: Box<Parsed>,
     deadline_cycles: u64,
@@ -166,6 +178,7 @@ impl<S: BurstSource> Batcher<S> {
             table,
             queues: Queues::new(&cfg),
             scratch: Vec::with_capacity(4096),
+            cls: Vec::with_capacity(4096),
             drops: Vec::with_capacity(4096),
             parsed: Box::default(),
             deadline_cycles: (cfg.flush_deadline_us * 1e-6 * tsc_hz) as u64,
@@ -238,8 +251,9 @@ impl<S: BurstSource> Batcher<S> {
         }
     }
 
-    /// Reads one burst, classifies and queues it.
-    fn receive(&mut self, pool: &mut BufferPool, max: usize, now: u64) -> usize {
+    /// Reads one burst, classifies and queues it. `direct[k]`: frames of fast-path class
+    /// `k` ([`FastL3`]) enter the graph after `ethernet-input` (on arc `Ip4`/`Ip6`).
+    fn receive(&mut self, pool: &mut BufferPool, max: usize, now: u64, direct: [bool; 4]) -> usize {
         self.scratch.clear();
         let n = self.src.rx_burst(pool, &mut self.scratch, max);
         if n == 0 {
@@ -247,34 +261,100 @@ impl<S: BurstSource> Batcher<S> {
         }
         let table = self.table.load();
         let (needed, headers) = (table.fields_used(), table.headers_used());
+        let fast = table.fast_path();
         let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
-        let q = &mut self.queues;
+        // Pass 1: classify and write the metadata, one packet at a time.
+        self.cls.clear();
         for &bi in &self.scratch {
-            self.graph
-                .parse_fields(pool.data(bi), &mut self.parsed, needed, headers);
-            let path = (table.classify(&self.parsed) as usize).min(MAX_PATHS - 1);
-            let p = &*self.parsed;
-            let m = pool.meta_mut(bi);
-            m.path_id = path as u16;
-            m.flags.insert(MetaFlags::PATH_VALID);
-            m.l2_offset = m.data_offset;
-            if p.l3_offset != 0 {
-                m.l3_offset = m.data_offset + p.l3_offset;
-            }
-            if p.l4_offset != 0 {
-                m.l4_offset = m.data_offset + p.l4_offset;
-            }
-            q.epoch_counts[path] += 1;
-            q.total_counts[path] += 1;
+            let fc = match fast {
+                Some(f) => f.classify(pool.data(bi)),
+                None => None,
+            };
+            let (path, arc) = match fc {
+                Some(c) => {
+                    let path = (c.path as usize).min(MAX_PATHS - 1);
+                    let m = pool.meta_mut(bi);
+                    m.path_id = path as u16;
+                    let off = m.data_offset;
+                    m.l2_offset = off;
+                    if direct[c.l3 as usize] {
+                        // `ethernet_input_one`'s edit of an untagged frame (at least 34
+                        // bytes here): record L2/L3, strip the 14-byte Ethernet header.
+                        m.l3_offset = off.wrapping_add(14);
+                        m.data_offset = off.wrapping_add(14);
+                        m.len -= 14;
+                        m.flags.insert(MetaFlags(
+                            MetaFlags::PATH_VALID.0 | MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0,
+                        ));
+                        let arc = match c.l3 {
+                            FastL3::Ip4 => BatcherNext::Ip4,
+                            _ => BatcherNext::Ip6,
+                        };
+                        (path, arc.index())
+                    } else {
+                        if c.l3_offset != 0 {
+                            m.l3_offset = off + c.l3_offset;
+                        }
+                        m.flags.insert(MetaFlags::PATH_VALID);
+                        (path, BatcherNext::Out.index())
+                    }
+                }
+                None => {
+                    self.graph
+                        .parse_fields(pool.data(bi), &mut self.parsed, needed, headers);
+                    let path = (table.classify(&self.parsed) as usize).min(MAX_PATHS - 1);
+                    let p = &*self.parsed;
+                    let m = pool.meta_mut(bi);
+                    m.path_id = path as u16;
+                    m.flags.insert(MetaFlags::PATH_VALID);
+                    m.l2_offset = m.data_offset;
+                    if p.l3_offset != 0 {
+                        m.l3_offset = m.data_offset + p.l3_offset;
+                    }
+                    if p.l4_offset != 0 {
+                        m.l4_offset = m.data_offset + p.l4_offset;
+                    }
+                    (path, BatcherNext::Out.index())
+                }
+            };
+            self.cls.push(path as u16 | arc << 8);
+        }
+        // Pass 2: queue. A burst of one path and one arc (single-path traffic, or a batch
+        // of one elephant) is counted once and moves into its queue with one bulk copy.
+        let q = &mut self.queues;
+        let first = self.cls[0];
+        let uniform = self.cls.iter().fold(0u16, |a, &x| a | (x ^ first)) == 0;
+        let mut queued = false;
+        if uniform {
+            let path = (first & 0xff) as usize;
             let qu = &mut q.q[q.map[path] as usize];
-            if qu.bufs.len() >= cap && self.cfg.on_full == FullPolicy::Drop {
-                q.dropped_full += 1;
-                self.drops.push(bi);
-                continue;
+            let fits = self.cfg.on_full == FullPolicy::Flush || qu.bufs.len() + n <= cap;
+            if fits && qu.bufs.room() >= n {
+                q.epoch_counts[path] += n as u64;
+                q.total_counts[path] += n as u64;
+                qu.bufs.extend(&self.scratch);
+                qu.note(now, n as u32, first >> 8);
+                q.held += n;
+                queued = true;
             }
-            qu.bufs.push_back(bi);
-            qu.times.push_back(now);
-            q.held += 1;
+        }
+        if !queued {
+            for (&bi, &c) in self.scratch.iter().zip(&self.cls) {
+                let path = (c & 0xff) as usize;
+                q.epoch_counts[path] += 1;
+                q.total_counts[path] += 1;
+                let qu = &mut q.q[q.map[path] as usize];
+                if (qu.bufs.len() >= cap && self.cfg.on_full == FullPolicy::Drop)
+                    || qu.bufs.room() == 0
+                {
+                    q.dropped_full += 1;
+                    self.drops.push(bi);
+                    continue;
+                }
+                qu.bufs.push(bi);
+                qu.note(now, 1, c >> 8);
+                q.held += 1;
+            }
         }
         q.epoch_seen += n as u64;
         if q.pending_map.is_none() && q.epoch_seen >= self.cfg.epoch_packets {
@@ -298,7 +378,7 @@ impl<S: BurstSource> Batcher<S> {
         for k in 0..n {
             let i = (q.rr + k) % n;
             let qu = &q.q[i];
-            let Some(&t0) = qu.times.front() else {
+            let Some(t0) = qu.runs.front().map(|r| r.t) else {
                 continue;
             };
             let expired = now.saturating_sub(t0) >= deadline;
@@ -337,6 +417,15 @@ impl<S: BurstSource> Node for Batcher<S> {
         }
         let now = clock::now();
         let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
+        // Frames of a fast-path class go straight to the node after `ethernet-input` when
+        // that arc is wired elsewhere than `Out`'s node.
+        let out = cx.next_node_id(BatcherNext::Out);
+        let direct = [
+            false,
+            cx.next_node_id(BatcherNext::Ip4) != out,
+            cx.next_node_id(BatcherNext::Ip6) != out,
+            false,
+        ];
         // Receive until a queue can send (a whole batch, a deadline, a full queue) or the
         // source runs dry; only while no queue is over capacity and no reassignment is
         // draining the queues (per-flow order), so a queue never holds more than capacity
@@ -353,44 +442,49 @@ impl<S: BurstSource> Node for Batcher<S> {
             // Bursts of one batch: the packets held (and their cache lines) stay near one
             // batch per path instead of a whole vector.
             let burst = v.min(self.cfg.batch_size);
-            idle = self.receive(cx.pool_mut(), burst, now) == 0;
+            idle = self.receive(cx.pool_mut(), burst, now, direct) == 0;
         }
         for i in 0..self.drops.len() {
             let bi = self.drops[i];
             cx.drop_buffer(bi, BatcherError::QueueFull);
         }
         self.drops.clear();
+        let mut next = BatcherNext::Out;
         if let Some(i) = picked {
             let take = self.cfg.batch_size.min(v);
             let q = &mut self.queues;
             let qu = &mut q.q[i];
-            let k = take.min(qu.bufs.len());
-            frame.extend_from_slice(qu.bufs.as_slices().0.get(..k).unwrap_or(&[]));
-            if frame.len() < k {
-                // The ring wrapped: the rest is at the start of its second half.
-                let got = frame.len();
-                frame.extend_from_slice(&qu.bufs.as_slices().1[..k - got]);
-            }
-            qu.bufs.drain(..k);
-            // Arrival times come in runs (one per burst): one histogram update per run.
-            let mut run: Option<(u64, u64)> = None;
-            for t in qu.times.drain(..k) {
-                match run {
-                    Some((rt, ref mut n)) if rt == t => *n += 1,
-                    _ => {
-                        if let Some((rt, n)) = run {
-                            q.hist.add(now.saturating_sub(rt), n);
-                        }
-                        run = Some((t, 1));
-                    }
+            // One vector goes to one node: take runs for the first run's arc, up to a batch.
+            let arc = qu.runs.front().map_or(0, |r| r.arc);
+            let mut k = 0;
+            while k < take {
+                let Some(r) = qu.runs.front_mut() else {
+                    break;
+                };
+                if r.arc != arc {
+                    break;
+                }
+                let t = (r.n as usize).min(take - k);
+                q.hist.add(now.saturating_sub(r.t), t as u64);
+                k += t;
+                if t == r.n as usize {
+                    qu.runs.pop_front();
+                } else {
+                    r.n -= t as u32;
                 }
             }
-            if let Some((rt, n)) = run {
-                q.hist.add(now.saturating_sub(rt), n);
-            }
+            let (a, b) = qu.bufs.front(k);
+            frame.extend_from_slice(a);
+            frame.extend_from_slice(b);
+            qu.bufs.pop(k);
             q.held -= k;
             qu.stats.packets += k as u64;
             qu.stats.vectors += 1;
+            next = match arc {
+                1 => BatcherNext::Ip4,
+                2 => BatcherNext::Ip6,
+                _ => BatcherNext::Out,
+            };
         }
         if self.queues.held == 0 {
             if let Some(m) = self.queues.pending_map.take() {
@@ -399,6 +493,6 @@ impl<S: BurstSource> Node for Batcher<S> {
                 self.set_weights();
             }
         }
-        cx.enqueue_all(frame, BatcherNext::Out);
+        cx.enqueue_all(frame, next);
     }
 }

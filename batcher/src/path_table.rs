@@ -107,6 +107,7 @@ pub struct PathTable {
     headers_used: u32,
     default_path: u16,
     config: PathTableConfig,
+    fast: Option<FastPath>,
 }
 
 impl PathTable {
@@ -152,12 +153,15 @@ impl PathTable {
                 .fold(0u32, |b, f| b | graph.field_header(f).map_or(0, |h| 1 << h));
             a | r.headers | owners
         });
-        Ok(PathTable {
+        let mut t = PathTable {
             rules,
             headers_used,
             default_path: cfg.default_path,
             config: cfg,
-        })
+            fast: None,
+        };
+        t.fast = FastPath::compile(graph, &t);
+        Ok(t)
     }
 
     /// Compiles a table from TOML.
@@ -193,6 +197,13 @@ impl PathTable {
     /// The configuration.
     pub fn config(&self) -> &PathTableConfig {
         &self.config
+    }
+
+    /// The compiled fast path for common frames, if this table allows one
+    /// ([`FastPath::compile`]).
+    #[inline]
+    pub fn fast_path(&self) -> Option<&FastPath> {
+        self.fast.as_ref()
     }
 
     /// The path of a parsed packet: the first rule (by priority) that holds, else the
@@ -237,5 +248,185 @@ impl SharedPathTable {
     /// Replaces the table; bursts already classifying finish with the old one.
     pub fn store(&self, t: PathTable) {
         self.0.store(Arc::new(t));
+    }
+}
+
+/// What the compiled fast path ([`FastPath`]) found in one packet: the same path id and
+/// offsets the generic parser and [`PathTable::classify`] give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastClass {
+    /// Path id (as [`PathTable::classify`] returns it).
+    pub path: u16,
+    /// L3 offset the generic parser records (0: none).
+    pub l3_offset: u16,
+    /// What the frame carries: untagged IPv4 with a 20-byte header, IPv6, ARP, or another
+    /// EtherType.
+    pub l3: FastL3,
+}
+
+/// The frame classes the fast path handles, all untagged Ethernet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FastL3 {
+    /// An EtherType the built-in graph does not follow.
+    Other = 0,
+    /// IPv4 (0x0800), IHL 5, at least 34 bytes.
+    Ip4 = 1,
+    /// IPv6 (0x86dd), at least 54 bytes.
+    Ip6 = 2,
+    /// ARP (0x0806), at least 42 bytes.
+    Arp = 3,
+}
+
+/// A classifier compiled from a path table for the common case: when the table looks only
+/// at the Ethernet/VLAN headers, the presence of IPv4/IPv6/ARP, truncation, and the IP
+/// protocol / next-header fields (the by-network-protocol table, or tables splitting IP
+/// traffic by protocol), an untagged frame is classified with a few loads from fixed
+/// offsets and one lookup in a 256-entry table per network protocol. Anything else
+/// (VLAN tags, IPv4 options, short frames, tables using other fields or headers, protocol
+/// graphs other than the built-in one) returns `None`: the generic parser decides.
+///
+/// The tables are filled by running the generic parser and [`PathTable::classify`] over
+/// one canonical frame per (class, protocol), so the two agree by construction on every
+/// frame the fast path accepts: under the conditions above, the generic parse of such a
+/// frame differs from the canonical one only in fields the table never reads (a proptest
+/// checks it on arbitrary bytes and on built packets).
+#[derive(Clone, Debug)]
+pub struct FastPath {
+    ip4: Box<[u16; 256]>,
+    ip6: Box<[u16; 256]>,
+    arp: u16,
+    /// `None`: the table reads `ethernet.ethertype`, so other EtherTypes need the parser.
+    other: Option<u16>,
+    l3_ip4: u16,
+    l3_ip6: u16,
+    l3_arp: u16,
+}
+
+const ET_IP4: u16 = 0x0800;
+const ET_IP6: u16 = 0x86dd;
+const ET_ARP: u16 = 0x0806;
+
+impl FastPath {
+    /// Compiles the fast path of `table` over `graph`, if the table and graph allow one.
+    pub fn compile(graph: &ProtocolGraph, table: &PathTable) -> Option<Self> {
+        if graph.config() != &ProtocolGraph::builtin_config() {
+            return None;
+        }
+        let hdrs = ["ethernet", "vlan", "ipv4", "ipv6", "arp"]
+            .iter()
+            .try_fold(0u32, |a, n| Some(a | 1 << graph.header(n)?))?;
+        if table.headers_used() & !hdrs != 0 {
+            return None;
+        }
+        let allowed = [
+            "ethernet.ethertype",
+            "vlan.tci",
+            "vlan.ethertype",
+            "ipv4.protocol",
+            "ipv6.next_header",
+        ]
+        .iter()
+        .try_fold(0u64, |a, n| Some(a | 1 << graph.field(n)?))?;
+        let used = table.fields_used();
+        if used & !allowed != 0 {
+            return None;
+        }
+        let needed = used;
+        let headers = table.headers_used();
+        let mut p = Parsed::default();
+        let mut run = |frame: &[u8]| {
+            graph.parse_fields(frame, &mut p, needed, headers);
+            (table.classify(&p), p.l3_offset, p.l4_offset, p.truncated)
+        };
+        let frame = |et: u16, l3_len: usize, proto_at: Option<usize>, proto: u8| {
+            let mut f = vec![0u8; 14 + l3_len];
+            f[12..14].copy_from_slice(&et.to_be_bytes());
+            if et == ET_IP4 {
+                f[14] = 0x45;
+            } else if et == ET_IP6 {
+                f[14] = 0x60;
+            }
+            if let Some(at) = proto_at {
+                f[14 + at] = proto;
+            }
+            f
+        };
+        let mut ip4 = Box::new([0u16; 256]);
+        let mut ip6 = Box::new([0u16; 256]);
+        let (mut l3_ip4, mut l3_ip6) = (0, 0);
+        for proto in 0..=255u8 {
+            let (path, l3, l4, t) = run(&frame(ET_IP4, 20, Some(9), proto));
+            if l4 != 0 || t {
+                return None;
+            }
+            ip4[proto as usize] = path;
+            l3_ip4 = l3;
+            let (path, l3, l4, t) = run(&frame(ET_IP6, 40, Some(6), proto));
+            if l4 != 0 || t {
+                return None;
+            }
+            ip6[proto as usize] = path;
+            l3_ip6 = l3;
+        }
+        let (arp, l3_arp, l4, t) = run(&frame(ET_ARP, 28, None, 0));
+        if l4 != 0 || t {
+            return None;
+        }
+        let ethertype = graph.field("ethernet.ethertype")?;
+        let other = if used & (1 << ethertype) != 0 {
+            None
+        } else {
+            let (path, l3, l4, t) = run(&frame(0, 0, None, 0));
+            if l3 != 0 || l4 != 0 || t {
+                return None;
+            }
+            Some(path)
+        };
+        Some(FastPath {
+            ip4,
+            ip6,
+            arp,
+            other,
+            l3_ip4,
+            l3_ip6,
+            l3_arp,
+        })
+    }
+
+    /// Classifies an Ethernet frame, or `None` if the generic parser must.
+    #[inline(always)]
+    pub fn classify(&self, frame: &[u8]) -> Option<FastClass> {
+        let h = frame.first_chunk::<54>();
+        let et = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+        match et {
+            ET_IP4 => {
+                let h = frame.first_chunk::<34>()?;
+                if h[14] & 0x0f != 5 {
+                    return None;
+                }
+                Some(FastClass {
+                    path: self.ip4[h[23] as usize],
+                    l3_offset: self.l3_ip4,
+                    l3: FastL3::Ip4,
+                })
+            }
+            ET_IP6 => Some(FastClass {
+                path: self.ip6[h?[20] as usize],
+                l3_offset: self.l3_ip6,
+                l3: FastL3::Ip6,
+            }),
+            ET_ARP if frame.len() >= 42 => Some(FastClass {
+                path: self.arp,
+                l3_offset: self.l3_arp,
+                l3: FastL3::Arp,
+            }),
+            ET_ARP | 0x8100 | 0x88a8 => None,
+            _ => Some(FastClass {
+                path: self.other?,
+                l3_offset: 0,
+                l3: FastL3::Other,
+            }),
+        }
     }
 }

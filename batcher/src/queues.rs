@@ -1,6 +1,7 @@
 //! Per-path queues, the round-robin (optionally weighted) scheduler, the flush deadline,
 //! the elephant/mice queue assignment and the statistics. No packet bytes are touched here:
-//! queues hold buffer indices and their arrival times.
+//! queues hold buffer indices in fixed rings and their arrival times as runs (one entry
+//! per burst and next node, not per packet).
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -150,11 +151,94 @@ impl Histogram {
     }
 }
 
+/// A fixed ring of buffer indices (power-of-two size, allocated once).
+pub(crate) struct Ring {
+    buf: Box<[u32]>,
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    pub(crate) fn new(min: usize) -> Self {
+        Ring {
+            buf: vec![0; min.max(1).next_power_of_two()].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    pub(crate) fn room(&self) -> usize {
+        self.buf.len() - self.len
+    }
+    /// Appends one index; the caller checked [`room`](Self::room).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, bi: u32) {
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + self.len) & mask] = bi;
+        self.len += 1;
+    }
+    /// Appends a slice (at most two bulk copies); the caller checked [`room`](Self::room).
+    #[inline]
+    pub(crate) fn extend(&mut self, bis: &[u32]) {
+        let size = self.buf.len();
+        let tail = (self.head + self.len) & (size - 1);
+        let first = bis.len().min(size - tail);
+        self.buf[tail..tail + first].copy_from_slice(&bis[..first]);
+        self.buf[..bis.len() - first].copy_from_slice(&bis[first..]);
+        self.len += bis.len();
+    }
+    /// The first `k` indices (`k ≤ len`) as at most two slices; then [`pop`](Self::pop).
+    #[inline]
+    pub(crate) fn front(&self, k: usize) -> (&[u32], &[u32]) {
+        let size = self.buf.len();
+        let first = k.min(size - self.head);
+        (
+            &self.buf[self.head..self.head + first],
+            &self.buf[..k - first],
+        )
+    }
+    /// Removes the first `k` indices (`k ≤ len`).
+    #[inline]
+    pub(crate) fn pop(&mut self, k: usize) {
+        self.head = (self.head + k) & (self.buf.len() - 1);
+        self.len -= k;
+    }
+}
+
+/// Packets of one queue that arrived in one burst and go to the same next node.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// Arrival time (TSC).
+    pub t: u64,
+    /// Packets.
+    pub n: u32,
+    /// Where they enter the graph (the batcher's arc index).
+    pub arc: u16,
+}
+
 pub(crate) struct Queue {
-    pub bufs: VecDeque<u32>,
-    pub times: VecDeque<u64>,
+    pub bufs: Ring,
+    pub runs: VecDeque<Run>,
     pub stats: QueueStats,
     pub weight: u32,
+}
+
+impl Queue {
+    /// Appends `n` packets that arrived at `t` for arc `arc` to the runs (the indices go
+    /// to `bufs` separately).
+    #[inline(always)]
+    pub(crate) fn note(&mut self, t: u64, n: u32, arc: u16) {
+        match self.runs.back_mut() {
+            Some(r) if r.t == t && r.arc == arc => r.n += n,
+            // Never reallocates: a run holds at least one packet and the deque was
+            // allocated for the ring's size.
+            _ => self.runs.push_back(Run { t, n, arc }),
+        }
+    }
 }
 
 /// The queues and the scheduler state.
@@ -178,11 +262,13 @@ impl Queues {
     pub(crate) fn new(cfg: &BatcherConfig) -> Self {
         let n = cfg.max_queues.clamp(1, 64);
         let cap = cfg.queue_capacity.max(cfg.batch_size);
+        // A queue holds at most its capacity plus one burst (a burst is at most a batch).
+        let ring = cap + cfg.batch_size;
         Queues {
             q: (0..n)
                 .map(|_| Queue {
-                    bufs: VecDeque::with_capacity(cap),
-                    times: VecDeque::with_capacity(cap),
+                    bufs: Ring::new(ring),
+                    runs: VecDeque::with_capacity(ring.next_power_of_two()),
                     stats: QueueStats::default(),
                     weight: 1,
                 })

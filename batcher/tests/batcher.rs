@@ -3,7 +3,7 @@
 
 use pktvec_batcher::parser::{Parsed, ProtocolGraph, ProtocolGraphConfig};
 use pktvec_batcher::path_table::{PathTable, SharedPathTable};
-use pktvec_batcher::{Batcher, BatcherConfig, FullPolicy, ReplaySource};
+use pktvec_batcher::{Batcher, BatcherConfig, BatcherNext, FullPolicy, ReplaySource};
 use pktvec_graph::{
     builtin::NullSink, Context, Frame, GraphBuilder, GraphConfig, NoError, NoNext, Node, NodeKind,
 };
@@ -88,6 +88,134 @@ proptest! {
         }
         prop_assert_eq!(p.has(g.header("vlan").unwrap()), vlans > 0);
     }
+}
+
+/// Path tables the fast path compiles for (and one it must refuse).
+fn fast_tables(g: &ProtocolGraph) -> Vec<PathTable> {
+    [
+        // IP protocol splits, VLAN-tagged traffic apart, truncation.
+        "default_path = 7\n\
+         [[rules]]\npath = 1\npriority = 5\nheaders = [\"ipv4\"]\nfields = [ { field = \"ipv4.protocol\", value = 17 } ]\n\
+         [[rules]]\npath = 2\nheaders = [\"ipv4\"]\ntruncated = false\n\
+         [[rules]]\npath = 3\nfields = [ { field = \"ipv6.next_header\", value = 6 } ]\n\
+         [[rules]]\npath = 4\nheaders = [\"ipv6\"]\n\
+         [[rules]]\npath = 5\npriority = 9\nheaders = [\"vlan\"]\n\
+         [[rules]]\npath = 6\ntruncated = true\n",
+        // EtherType rules: other EtherTypes need the parser.
+        "default_path = 0\n\
+         [[rules]]\npath = 9\nfields = [ { field = \"ethernet.ethertype\", value = 0x88cc } ]\n\
+         [[rules]]\npath = 3\nheaders = [\"arp\"]\n",
+        // No rule at all.
+        "default_path = 42",
+    ]
+    .iter()
+    .map(|t| PathTable::from_toml(g, t).unwrap())
+    .chain([PathTable::by_network_protocol(g)])
+    .collect()
+}
+
+/// The generic parser's answer: (path, l3 offset, l4 offset).
+fn generic(g: &ProtocolGraph, t: &PathTable, frame: &[u8]) -> (u16, u16, u16) {
+    let mut p = Parsed::default();
+    g.parse_fields(frame, &mut p, t.fields_used(), t.headers_used());
+    (t.classify(&p), p.l3_offset, p.l4_offset)
+}
+
+fn fast_agrees(g: &ProtocolGraph, frame: &[u8]) -> Result<usize, TestCaseError> {
+    let mut hits = 0;
+    for t in fast_tables(g) {
+        let f = t
+            .fast_path()
+            .expect("the fast path compiles for these tables");
+        if let Some(c) = f.classify(frame) {
+            let (path, l3, l4) = generic(g, &t, frame);
+            prop_assert_eq!((c.path, c.l3_offset, 0), (path, l3, l4), "{:?}", t.config());
+            hits += 1;
+        }
+    }
+    Ok(hits)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Any bytes (biased towards the EtherTypes and IPv4 header lengths the fast path
+    /// reads): where the fast path answers, it gives the generic parser's path id and
+    /// offsets, for every table it compiles for.
+    #[test]
+    fn fast_path_matches_generic_parser_on_any_bytes(
+        mut bytes in proptest::collection::vec(any::<u8>(), 0..80),
+        et in prop_oneof![Just(0x0800u16), Just(0x86dd), Just(0x0806), Just(0x8100),
+                          Just(0x88a8), Just(0x88cc), any::<u16>()],
+        vihl in prop_oneof![Just(0x45u8), any::<u8>()],
+    ) {
+        if bytes.len() >= 14 {
+            bytes[12..14].copy_from_slice(&et.to_be_bytes());
+        }
+        if bytes.len() >= 15 {
+            bytes[14] = vihl;
+        }
+        fast_agrees(&ProtocolGraph::builtin(), &bytes)?;
+    }
+
+    /// Built packets (VLAN tags, IPv4 options, UDP/TCP/ICMP/raw, truncated): same answer
+    /// where the fast path answers, and it answers for every untagged IPv4-without-options
+    /// and IPv6 frame.
+    #[test]
+    fn fast_path_matches_generic_parser_on_built_packets(
+        vlans in 0usize..3, v6 in any::<bool>(), l4 in 0u8..4, opts in 0usize..3,
+        a in any::<u32>(), b in any::<u32>(), cut in 0usize..80,
+    ) {
+        let mut pb = PacketBuilder::ethernet(mac(1), mac(2));
+        for k in 0..vlans {
+            pb = pb.vlan(10 + k as u16);
+        }
+        pb = if v6 {
+            pb.ipv6(Ipv6Addr::from(((a as u128) << 96) | 1), Ipv6Addr::from(((b as u128) << 96) | 2))
+        } else {
+            pb.ipv4(Ipv4Addr::from(a), Ipv4Addr::from(b)).ipv4_options(&vec![1u8; opts * 4])
+        };
+        pb = match l4 {
+            0 => pb.udp(1, 2),
+            1 => pb.tcp(3, 4, TcpFlags::SYN),
+            2 => pb.icmp_echo(5, 6),
+            _ => pb.payload_len(8),
+        };
+        let frame = pb.pad_to(60).build();
+        let g = ProtocolGraph::builtin();
+        let hits = fast_agrees(&g, &frame)?;
+        if vlans == 0 && (v6 || opts == 0) {
+            prop_assert_eq!(hits, 4, "the common case takes the fast path");
+        }
+        fast_agrees(&g, &frame[..cut.min(frame.len())])?;
+    }
+}
+
+#[test]
+fn the_fast_path_compiles_only_where_it_is_exact() {
+    let g = ProtocolGraph::builtin();
+    assert!(PathTable::by_network_protocol(&g).fast_path().is_some());
+    // A table reading an L4 port, or a source address, needs the generic parser.
+    for t in [
+        "[[rules]]\npath = 1\nfields = [ { field = \"udp.dport\", value = 53 } ]",
+        "[[rules]]\npath = 1\nheaders = [\"tcp\"]",
+        "[[rules]]\npath = 1\nfields = [ { field = \"ipv4.src\", value = 1 } ]",
+    ] {
+        assert!(
+            PathTable::from_toml(&g, t).unwrap().fast_path().is_none(),
+            "{t}"
+        );
+    }
+    // A protocol graph other than the built-in one: no fast path.
+    let mut cfg = ProtocolGraph::builtin_config();
+    cfg.headers[0]
+        .next
+        .as_mut()
+        .unwrap()
+        .map
+        .push((0x8847, "arp".into()));
+    let g2 = ProtocolGraph::new(cfg).unwrap();
+    assert!(PathTable::by_network_protocol(&g2).fast_path().is_none());
 }
 
 #[test]
@@ -254,6 +382,7 @@ fn run_l3fwd(
     packets: &[Vec<u8>],
     app: &L3fwd,
     cfg: BatcherConfig,
+    direct: bool,
 ) -> (Vec<(u16, Vec<u8>)>, pktvec_graph::Graph) {
     let mut b = GraphBuilder::new(GraphConfig::default());
     b.add(
@@ -261,6 +390,11 @@ fn run_l3fwd(
         Batcher::new(ReplaySource::new(packets.to_vec()), cfg),
     );
     let nodes = app.add_to(&mut b);
+    if direct {
+        // Whole-path vectors of untagged IPv4/IPv6 start after ethernet-input.
+        b.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
+            .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
+    }
     b.add(&nodes.output_to_tx.to, Record::default());
     let mut g = b
         .build(
@@ -294,11 +428,15 @@ fn flow_seq(frame: &[u8]) -> (u32, u32) {
 
 #[test]
 fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
-    for (seed, batch, queues) in [
-        (1u64, 128usize, 8usize),
-        (2, 32, 2),
-        (3, 256, 1),
-        (4, 64, 4),
+    for (seed, batch, queues, direct) in [
+        (1u64, 128usize, 8usize, false),
+        (2, 32, 2, false),
+        (3, 256, 1, false),
+        (4, 64, 4, false),
+        (5, 128, 8, true),
+        (6, 32, 2, true),
+        (7, 256, 1, true),
+        (8, 64, 4, true),
     ] {
         let (pkts, app) = traffic(seed, 97, 6000);
         let (off, goff) = run_l3fwd(
@@ -308,6 +446,7 @@ fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
                 enabled: false,
                 ..Default::default()
             },
+            false,
         );
         let cfg = BatcherConfig {
             batch_size: batch,
@@ -315,7 +454,16 @@ fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
             epoch_packets: 1000, // several reassignments during the run
             ..Default::default()
         };
-        let (on, gon) = run_l3fwd(&pkts, &app, cfg);
+        let (on, gon) = run_l3fwd(&pkts, &app, cfg, direct);
+        if direct {
+            // IPv4/IPv6 vectors skipped ethernet-input; garbage and ARP still go through it.
+            let eth = gon.runtime().row("ethernet-input").unwrap().packets;
+            let eth_off = goff.runtime().row("ethernet-input").unwrap().packets;
+            assert!(
+                eth * 3 < eth_off,
+                "{eth} of {eth_off} through ethernet-input"
+            );
+        }
         assert!(off.len() > 3000, "most packets forwarded");
         let mut a = off.clone();
         let mut b = on.clone();

@@ -126,6 +126,17 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         }
     }
 
+    /// Node id an arc of this node leads to, as the graph was wired (the drop node for an
+    /// arc index the node does not have). Lets a node choose per vector between arcs, e.g.
+    /// skip a step only when an arc was pointed past it.
+    #[inline(always)]
+    pub fn next_node_id(&self, next: N::Next) -> u32 {
+        self.arcs
+            .get(next.index() as usize)
+            .copied()
+            .unwrap_or(self.rt.drop_node)
+    }
+
     #[inline(always)]
     fn drop_arc(&self) -> u16 {
         (self.arcs.len() - 1) as u16
