@@ -20,6 +20,9 @@ use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
 
+#[path = "tune/cache.rs"]
+mod cache;
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 enum App {
     L2fwd,
@@ -53,6 +56,24 @@ struct Cli {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Instead of the cycles grid: the PPB model's I1/D1 misses per packet against this
+    /// cachegrind sweep (`docs/results/batcher.json` from `scripts/ppb_sweep.py`).
+    #[arg(long)]
+    cache: Option<std::path::PathBuf>,
+    /// The binary the sweep ran (node code sizes from `nm -S`); default: `ppb` next to
+    /// this example.
+    #[arg(long)]
+    binary: Option<std::path::PathBuf>,
+    /// Batch sizes whose cachegrind points calibrate the miss parameters (the rest are
+    /// predicted).
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4, 64])]
+    cal_batches: Vec<usize>,
+    /// L1d bytes of the cachegrind runs (the host's, from CPUID).
+    #[arg(long, default_value_t = 32768)]
+    l1d: usize,
+    /// Also write the JSON document here.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 /// One measured run: (vector size, sub-batch) and per-node cycles per packet.
@@ -90,6 +111,20 @@ fn measure(g: &mut Graph, v: usize, b: usize, n: u64) -> Vec<(String, f64)> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
+    if let Some(data) = &cli.cache {
+        let bin = match &cli.binary {
+            Some(b) => b.clone(),
+            None => std::env::current_exe()?.with_file_name("ppb"),
+        };
+        let doc = cache::run(data, &bin, &cli.cal_batches, cli.l1d, cli.json)?;
+        if cli.json {
+            println!("{doc}");
+        }
+        if let Some(o) = &cli.out {
+            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
+        }
+        return Ok(());
+    }
     let machine = Machine::probe(ProbeConfig::default(), pktvec::graph::clock::tsc_hz());
     if !cli.json {
         eprintln!("machine: {machine:?}");

@@ -1,0 +1,391 @@
+//! `tune --cache`: the PPB model's I1/D1 misses per packet (seed `001_*` eq. 2–3) against
+//! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
+//! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
+//! 8 KiB simulated L1i). Node code footprints come from the `ppb` binary's symbol sizes
+//! (`nm -S`); the few miss parameters are calibrated on a few batch sizes and the rest is
+//! predicted.
+
+use pktvec::model::calibrate::{fit_code_misses, fit_data_misses};
+use pktvec::model::ppb::{code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Path};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path as FsPath;
+
+/// The graph of `examples/ppb.rs` as the model sees it: node name and the symbols (substrings
+/// of `nm -C` names) whose sizes make its code footprint.
+const NODES: &[(&str, &[&str])] = &[
+    // Index 0 is the batcher; its code depends on on/off (see `footprints`).
+    ("batcher", &[]),
+    (
+        "dispatch",
+        &[
+            "pktvec_graph::graph::Graph::run_once",
+            "pktvec_graph::graph::Graph::drain",
+            "pktvec_graph::graph::record_entry",
+        ],
+    ),
+    (
+        "ethernet-input",
+        &["<pktvec_nodes::ethernet::EthernetInput as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "ip4-input",
+        &["<pktvec_nodes::ip4::Ip4Input as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "ip4-lookup",
+        &[
+            "<pktvec_nodes::lookup::Ip4Lookup as pktvec_graph::node::Node>::process",
+            "pktvec_lookup::ipv4::Lpm4::lookup_vector_raw",
+            "pktvec_lookup::ipv4::Lpm4::master_vector",
+        ],
+    ),
+    (
+        "ip4-rewrite",
+        &["<pktvec_nodes::ip4::Ip4Rewrite as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "ip6-input",
+        &["<pktvec_nodes::ip6::Ip6Input as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "ip6-lookup",
+        &[
+            "<pktvec_nodes::lookup::Ip6Lookup as pktvec_graph::node::Node>::process",
+            "pktvec_lookup::ipv6::Lpm6::lookup",
+        ],
+    ),
+    (
+        "ip6-rewrite",
+        &["<pktvec_nodes::ip6::Ip6Rewrite as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "arp-input",
+        &[
+            "<pktvec_nodes::arp::ArpInput as pktvec_graph::node::Node>::process",
+            "pktvec_nodes::arp::arp_input_one",
+        ],
+    ),
+    (
+        "interface-output",
+        &["<pktvec_nodes::output::InterfaceOutput as pktvec_graph::node::Node>::process"],
+    ),
+    (
+        "tx",
+        &[
+            "<pktvec_graph::builtin::NullSink as pktvec_graph::node::Node>::process",
+            "pktvec_packet::pool::BufferPool::refill",
+        ],
+    ),
+    (
+        "drop",
+        &["<pktvec_graph::builtin::DropNode as pktvec_graph::node::Node>::process"],
+    ),
+    // Out-of-line slow paths inside nodes, run only when a vector holds such a packet:
+    // modelled as nodes of their own on the paths of those packets.
+    (
+        "ethernet-input (tagged/unknown)",
+        &["pktvec_nodes::ethernet::ethernet_input_tagged"],
+    ),
+    (
+        "ip4-input (options/malformed)",
+        &["pktvec_nodes::ip4::ip4_input_general"],
+    ),
+];
+
+/// The batcher's source (replay into buffers): runs whether the batcher is on or off.
+const BATCHER_SOURCE: &str =
+    "<pktvec_batcher::node::ReplaySource as pktvec_batcher::node::BurstSource>::rx_burst";
+
+/// `nm -S -C` of `bin`: (name, size) of every text symbol.
+fn symbols(bin: &FsPath) -> Result<Vec<(String, usize)>, Box<dyn std::error::Error>> {
+    let out = std::process::Command::new("nm")
+        .args(["-S", "-C", "--defined-only"])
+        .arg(bin)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("nm {} failed", bin.display()).into());
+    }
+    let mut syms = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut it = l.splitn(4, ' ');
+        let (_, size, kind, name) = (it.next(), it.next(), it.next(), it.next());
+        if let (Some(size), Some(kind), Some(name)) = (size, kind, name) {
+            if kind.eq_ignore_ascii_case("t") {
+                if let Ok(s) = usize::from_str_radix(size, 16) {
+                    syms.push((name.to_string(), s));
+                }
+            }
+        }
+    }
+    Ok(syms)
+}
+
+/// Code bytes per node: the sum of the sizes of its symbols (each counted once, the first
+/// exact-prefix match). The batcher on is its inlined `process_dyn` (the largest
+/// monomorphisation of `DynNode::process_dyn`, which inlines `Batcher::process`: parser,
+/// path table, queues) plus the replay source; off, only the source runs.
+fn footprints(syms: &[(String, usize)]) -> (Vec<usize>, usize, usize) {
+    let size_of = |pat: &str| -> usize {
+        syms.iter()
+            .filter(|(n, _)| n == pat || n.starts_with(&format!("{pat}::h")))
+            .map(|(_, s)| *s)
+            .max()
+            .unwrap_or(0)
+    };
+    let bytes: Vec<usize> = NODES
+        .iter()
+        .map(|(_, pats)| pats.iter().map(|p| size_of(p)).sum())
+        .collect();
+    let process_dyn = syms
+        .iter()
+        .filter(|(n, _)| n.contains("as pktvec_graph::graph::DynNode>::process_dyn"))
+        .map(|(_, s)| *s)
+        .max()
+        .unwrap_or(0);
+    let source = size_of(BATCHER_SOURCE);
+    (bytes, process_dyn + source, source)
+}
+
+/// The path mixes of `examples/ppb.rs`'s traffic, as node indices into [`NODES`]; every
+/// path includes the batcher (0) and the dispatcher (1), which run once per vector.
+fn traffic(name: &str) -> Vec<Path> {
+    let ip4 = vec![0, 1, 2, 3, 4, 5, 10, 11];
+    let ip6 = vec![0, 1, 2, 6, 7, 8, 10, 11];
+    let p = |share: f64, nodes: Vec<usize>| Path { share, nodes };
+    match name {
+        // 64-byte IPv4 and IPv6 strictly alternating (drawn independently by the model).
+        "alternating" => vec![p(0.5, ip4), p(0.5, ip6)],
+        // ipv4 70, ipv6 25 (2% of all VLAN-tagged), arp 1 (not for us: dropped),
+        // unknown EtherType 1, malformed 1 (through ip4-input's general check).
+        _ => {
+            let tagged = |mut v: Vec<usize>| {
+                v.push(13);
+                v
+            };
+            vec![
+                p(0.98 * 70.0 / 98.0, ip4.clone()),
+                p(0.02 * 70.0 / 98.0, tagged(ip4)),
+                p(0.98 * 25.0 / 98.0, ip6.clone()),
+                p(0.02 * 25.0 / 98.0, tagged(ip6)),
+                p(1.0 / 98.0, vec![0, 1, 2, 9, 12]),
+                p(1.0 / 98.0, vec![0, 1, 2, 13, 12]),
+                p(1.0 / 98.0, vec![0, 1, 2, 3, 14, 12]),
+            ]
+        }
+    }
+}
+
+struct Point {
+    traffic: &'static str,
+    l1i: usize,
+    on: bool,
+    b: usize,
+    i1: f64,
+    d1: f64,
+}
+
+/// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
+pub fn run(
+    data: &FsPath,
+    bin: &FsPath,
+    cal_batches: &[usize],
+    l1d: usize,
+    json: bool,
+) -> Result<Value, Box<dyn std::error::Error>> {
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
+    let batches: Vec<usize> = d["batches"]
+        .as_array()
+        .ok_or("batches")?
+        .iter()
+        .map(|x| x.as_u64().unwrap_or(0) as usize)
+        .collect();
+    let mut points = Vec::new();
+    for tr in ["alternating", "realistic"] {
+        for (l1i, key) in [(32768usize, "host"), (8192, "8192")] {
+            for on in [false, true] {
+                let k = format!("{tr}-I1-{key}{}", if on { "" } else { "-off" });
+                let series = d["cachegrind"][&k].as_array().ok_or(k.clone())?;
+                for (&b, p) in batches.iter().zip(series) {
+                    if b == 0 {
+                        continue; // vectors of 256 with the batcher off: the b = 256 point
+                    }
+                    points.push(Point {
+                        traffic: tr,
+                        l1i,
+                        on,
+                        b,
+                        i1: p["I1"].as_f64().ok_or("I1")?,
+                        d1: p["D1"].as_f64().ok_or("D1")?,
+                    });
+                }
+            }
+        }
+    }
+    let syms = symbols(bin)?;
+    let (bytes, batcher_on, batcher_off) = footprints(&syms);
+    let nodes = |on: bool| -> Vec<NodeCost> {
+        NODES
+            .iter()
+            .zip(&bytes)
+            .enumerate()
+            .map(|(i, ((name, _), &b))| NodeCost {
+                name: name.to_string(),
+                per_packet: 0.0,
+                code_bytes: if i == 0 {
+                    if on {
+                        batcher_on
+                    } else {
+                        batcher_off
+                    }
+                } else {
+                    b
+                },
+                data_lines: 0.0,
+            })
+            .collect()
+    };
+    const WIDTH: usize = 4;
+    const ELEPHANT: f64 = 0.05; // BatcherConfig::default().elephant_share
+    let elephant = |on: bool| if on { Some(ELEPHANT) } else { None };
+    let l1d_lines = (l1d / 64) as f64;
+    let is_cal = |p: &Point| cal_batches.contains(&p.b);
+    // I1: per L1i size, (code_miss_ratio, narrow_code_ratio) from the calibration points.
+    let mut params: BTreeMap<(usize, &str), MissParams> = BTreeMap::new();
+    for l1i in [32768usize, 8192] {
+        let code: Vec<(f64, f64, f64)> = points
+            .iter()
+            .filter(|p| p.l1i == l1i && is_cal(p))
+            .map(|p| {
+                let (w, n) = code_lines_per_packet(
+                    &nodes(p.on),
+                    &traffic(p.traffic),
+                    p.b,
+                    elephant(p.on),
+                    WIDTH,
+                );
+                (w, n, p.i1)
+            })
+            .collect();
+        let (ratio, narrow) = fit_code_misses(&code);
+        for tr in ["alternating", "realistic"] {
+            // D1: per traffic (packet sizes differ), from the same calibration points.
+            let data: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.traffic == tr && is_cal(p))
+                .map(|p| (p.b as f64 * if p.on { 2.0 } else { 1.0 }, p.d1))
+                .collect();
+            let (k0, r, w) = fit_data_misses(&data, l1d_lines);
+            params.insert(
+                (l1i, tr),
+                MissParams {
+                    code_miss_ratio: ratio,
+                    narrow_code_ratio: narrow,
+                    d_compulsory: k0,
+                    d_reuse: r,
+                    d_lines_per_packet: w,
+                },
+            );
+        }
+    }
+    let mut rows = Vec::new();
+    let mut err_i1: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    let mut err_d1 = Vec::new();
+    for p in &points {
+        let mp = params[&(p.l1i, p.traffic)];
+        let (i1, d1) = misses_per_packet(
+            &nodes(p.on),
+            &traffic(p.traffic),
+            p.b,
+            elephant(p.on),
+            WIDTH,
+            l1d_lines,
+            &mp,
+        );
+        let (ei, ed) = ((i1 - p.i1) / p.i1, (d1 - p.d1) / p.d1);
+        if !is_cal(p) {
+            err_i1.entry(p.l1i).or_default().push(ei.abs());
+            // D1 does not depend on the simulated L1i: count it once (host runs).
+            if p.l1i == 32768 {
+                err_d1.push(ed.abs());
+            }
+        }
+        rows.push(json!({
+            "traffic": p.traffic, "l1i": p.l1i, "batcher": if p.on { "on" } else { "off" },
+            "b": p.b, "calibration": is_cal(p),
+            "i1_predicted": i1, "i1_measured": p.i1, "i1_error": ei,
+            "d1_predicted": d1, "d1_measured": p.d1, "d1_error": ed,
+        }));
+    }
+    let stats = |v: &mut Vec<f64>| -> (f64, f64) {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], *v.last().unwrap_or(&0.0))
+    };
+    let mut summary = serde_json::Map::new();
+    for (l1i, v) in err_i1.iter_mut() {
+        let (m, w) = stats(v);
+        summary.insert(
+            format!("i1_l1i_{l1i}"),
+            json!({"median_abs_error": m, "worst_abs_error": w, "points": v.len()}),
+        );
+    }
+    let (m, w) = stats(&mut err_d1);
+    summary.insert(
+        "d1".into(),
+        json!({"median_abs_error": m, "worst_abs_error": w, "points": err_d1.len()}),
+    );
+    let doc = json!({
+        "data": data.display().to_string(), "binary": bin.display().to_string(),
+        "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
+        "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
+        "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
+        "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),
+        "rows": rows, "summary": summary,
+    });
+    if !json {
+        println!("code bytes (nm -S of {}):", bin.display());
+        for ((n, _), b) in NODES.iter().zip(&bytes) {
+            print!(" {n} {b};");
+        }
+        println!(" batcher on {batcher_on}, off {batcher_off}");
+        for ((l1i, tr), p) in &params {
+            println!(
+                "L1i {l1i}, {tr}: code miss ratio {:.3}, narrow {:.2}; D1 k0 {:.2}, reuse {:.2}, lines/packet {:.2}",
+                p.code_miss_ratio, p.narrow_code_ratio, p.d_compulsory, p.d_reuse, p.d_lines_per_packet
+            );
+        }
+        println!(
+            "{:<12} {:>6} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+            "traffic", "L1i", "ppb", "b", "I1 pred", "I1 meas", "err", "D1 pred", "D1 meas", "err"
+        );
+        for r in &rows {
+            println!(
+                "{:<12} {:>6} {:>4} {:>5} {:>9.3} {:>9.3} {:>+6.0}% {:>7.2} {:>7.2} {:>+6.0}%{}",
+                r["traffic"].as_str().unwrap_or(""),
+                r["l1i"],
+                r["batcher"].as_str().unwrap_or(""),
+                r["b"],
+                r["i1_predicted"].as_f64().unwrap_or(0.0),
+                r["i1_measured"].as_f64().unwrap_or(0.0),
+                100.0 * r["i1_error"].as_f64().unwrap_or(0.0),
+                r["d1_predicted"].as_f64().unwrap_or(0.0),
+                r["d1_measured"].as_f64().unwrap_or(0.0),
+                100.0 * r["d1_error"].as_f64().unwrap_or(0.0),
+                if r["calibration"].as_bool() == Some(true) {
+                    "  (calibration)"
+                } else {
+                    ""
+                }
+            );
+        }
+        for (k, v) in &summary {
+            println!(
+                "{k}: median abs error {:.1}%, worst {:.1}% over {} predicted points",
+                100.0 * v["median_abs_error"].as_f64().unwrap_or(0.0),
+                100.0 * v["worst_abs_error"].as_f64().unwrap_or(0.0),
+                v["points"]
+            );
+        }
+    }
+    Ok(doc)
+}
