@@ -558,7 +558,11 @@ pub struct GeneratorSource {
     replay: Option<Replay>,
 }
 
+/// Alignment and padding of the replayed packets (see [`GeneratorSource::pregenerate`]).
+const REPLAY_CHUNK: usize = 64;
+
 struct Replay {
+    /// The packets, each from a multiple of [`REPLAY_CHUNK`] and padded to one.
     bytes: Vec<u8>,
     /// (offset, length, flow, rx_if) per packet.
     index: Vec<(u32, u16, u32, u16)>,
@@ -581,6 +585,12 @@ impl GeneratorSource {
         self
     }
     /// Produces the next `n` packets now and replays them in a loop from then on.
+    ///
+    /// Each packet is stored from a 64-byte boundary and padded to a multiple of 64 bytes,
+    /// so a packet of up to 64 bytes is replayed with one 64-byte block copy
+    /// ([`PacketMut::append_chunks`]).
+    ///
+    /// [`PacketMut::append_chunks`]: pktvec_packet::PacketMut::append_chunks
     pub fn pregenerate(mut self, n: usize) -> Self {
         let mut bytes = Vec::new();
         let mut index = Vec::with_capacity(n);
@@ -589,6 +599,7 @@ impl GeneratorSource {
             let len = data.len().min(u16::MAX as usize);
             index.push((bytes.len() as u32, len as u16, f as u32, 0));
             bytes.extend_from_slice(&data[..len]);
+            bytes.resize(bytes.len().next_multiple_of(REPLAY_CHUNK), 0);
             let rx = self.gen.flows()[f].rx_if;
             if let Some(last) = index.last_mut() {
                 last.3 = rx;
@@ -624,37 +635,36 @@ impl Node for GeneratorSource {
         let got = cx.alloc_into(frame, want);
         let start = frame.len() - got;
         let pool = cx.pool_mut();
-        for &bi in &frame.buffers()[start..] {
-            let (flow, rx_if, data) = match self.replay.as_mut() {
-                Some(r) => {
+        match self.replay.as_mut() {
+            Some(r) => {
+                for &bi in &frame.buffers()[start..] {
                     let (off, len, flow, rx) = r.index[r.pos];
                     r.pos += 1;
                     if r.pos == r.index.len() {
                         r.pos = 0;
                     }
-                    let off = off as usize;
-                    (flow as usize, rx, &r.bytes[off..off + len as usize])
+                    let mut p = pool.packet_mut(bi);
+                    // The packet and what follows it: its padding makes 64 bytes at least.
+                    let src = r.bytes.get(off as usize..).unwrap_or_default();
+                    p.append_chunks(src, len as usize);
+                    let m = p.meta_mut();
+                    m.rx_if = rx;
+                    m.opaque = flow;
                 }
-                None => {
-                    let (f, d) = self.gen.next_packet();
-                    (f, 0, d)
-                }
-            };
-            let mut p = pool.packet_mut(bi);
-            let n = data.len().min(p.tailroom());
-            if let Ok(dst) = p.append(n) {
-                dst.copy_from_slice(&data[..n]);
             }
-            let m = p.meta_mut();
-            m.rx_if = rx_if;
-            m.opaque = flow as u32;
-        }
-        if self.replay.is_none() {
-            // Receive interfaces of live-generated packets come from their flows.
-            for &bi in &frame.buffers()[start..] {
-                let f = pool.meta(bi).opaque as usize;
-                let rx = self.gen.flows().get(f).map_or(0, |f| f.rx_if);
-                pool.meta_mut(bi).rx_if = rx;
+            None => {
+                for &bi in &frame.buffers()[start..] {
+                    let (flow, data) = self.gen.next_packet();
+                    let mut p = pool.packet_mut(bi);
+                    let n = data.len().min(p.tailroom());
+                    if let Ok(dst) = p.append(n) {
+                        dst.copy_from_slice(&data[..n]);
+                    }
+                    // The receive interface of a live-generated packet is its flow's.
+                    let m = p.meta_mut();
+                    m.opaque = flow as u32;
+                    m.rx_if = self.gen.flows().get(flow).map_or(0, |f| f.rx_if);
+                }
             }
         }
         self.produced += got as u64;

@@ -204,6 +204,43 @@ impl<'a> PacketMut<'a> {
         Ok(&mut self.buf[e..e + n])
     }
 
+    /// Appends the first `n` bytes of `src` (at most `src.len()`, at most the tailroom:
+    /// the rest is cut, as a receive ring cuts an oversize frame) and returns how many were
+    /// appended. When `n` ≤ 64 and both `src` and the tailroom hold 64 bytes, it copies one
+    /// fixed 64-byte block (a few vector moves instead of a `memcpy` call): a replaying
+    /// source that pads its packets gets minimum-size frames in at the cost of a load and a
+    /// store. Bytes past the new end of the packet are tailroom and may be overwritten.
+    ///
+    /// ```
+    /// # use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bi = pool.alloc().unwrap();
+    /// let mut padded = [0u8; 64];
+    /// padded[..5].copy_from_slice(b"hello");
+    /// assert_eq!(pool.packet_mut(bi).append_chunks(&padded, 5), 5);
+    /// assert_eq!(pool.data(bi), b"hello");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn append_chunks(&mut self, src: &[u8], n: usize) -> usize {
+        let (s, e) = window(self.meta, self.buf.len());
+        let room = self.buf.len() - e;
+        let n = n.min(src.len()).min(room);
+        let block = if n <= 64 {
+            src.first_chunk::<64>()
+                .zip(self.buf[e..].first_chunk_mut::<64>())
+        } else {
+            None
+        };
+        match block {
+            Some((c, d)) => *d = *c,
+            None => self.buf[e..e + n].copy_from_slice(&src[..n]),
+        }
+        self.meta.data_offset = s as u16;
+        self.meta.len = (e + n - s) as u16;
+        n
+    }
+
     /// Shortens the packet to `len` bytes (no effect if it is already shorter).
     #[inline]
     pub fn truncate(&mut self, len: usize) {
@@ -216,6 +253,33 @@ impl<'a> PacketMut<'a> {
 #[cfg(test)]
 mod tests {
     use crate::{BufferPool, PacketError, PoolConfig};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `append_chunks` appends exactly what an exact copy would, whatever the padding,
+        /// tailroom and existing length, and never touches the headroom or earlier bytes.
+        #[test]
+        fn append_chunks_equals_an_exact_copy(
+            src in proptest::collection::vec(any::<u8>(), 0..300),
+            n in 0usize..320,
+            before in 0usize..100,
+            data_room in 1u16..400,
+        ) {
+            let cfg = PoolConfig { buffers: 2, headroom: 32, data_room };
+            let mut pool = BufferPool::new(cfg).unwrap();
+            let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
+            let pre: Vec<u8> = (0..before.min(data_room as usize)).map(|i| i as u8).collect();
+            for bi in [a, b] {
+                pool.packet_mut(bi).append(pre.len()).unwrap().copy_from_slice(&pre);
+            }
+            let got = pool.packet_mut(a).append_chunks(&src, n);
+            let want = n.min(src.len()).min(pool.packet(b).tailroom());
+            prop_assert_eq!(got, want);
+            pool.packet_mut(b).append(want).unwrap().copy_from_slice(&src[..want]);
+            prop_assert_eq!(pool.data(a), pool.data(b));
+            prop_assert_eq!(pool.packet(a).headroom(), 32);
+        }
+    }
 
     #[test]
     fn headroom_and_tailroom_limits() {

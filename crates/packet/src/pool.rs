@@ -99,6 +99,37 @@ pub struct BufferPool {
     double_frees: u64,
     alloc_failures: u64,
     bad_adopts: u64,
+    /// Addresses for [`prefetch`](Self::prefetch), computed once (the metadata and the
+    /// arena never move or change size).
+    hints: PrefetchHints,
+}
+
+/// Where a buffer's metadata line and first data line are, as plain addresses, so that a
+/// prefetch is one bounds test and two multiply-adds (no arena match, no slice): the
+/// loops prefetch every packet in every node.
+#[derive(Clone, Copy, Debug)]
+struct PrefetchHints {
+    /// Address of `meta[0]`.
+    meta: usize,
+    /// Address of buffer 0's byte at the default headroom.
+    data: usize,
+    stride: usize,
+    count: u32,
+}
+
+impl PrefetchHints {
+    fn new(meta: &[BufferMeta], arena: &Arena, stride: usize, headroom: u16) -> Self {
+        let base = match arena {
+            Arena::Owned(a) => a.as_ptr() as usize,
+            Arena::External(r) => r.base.as_ptr() as usize,
+        };
+        PrefetchHints {
+            meta: meta.as_ptr() as usize,
+            data: base + headroom as usize,
+            stride,
+            count: meta.len() as u32,
+        }
+    }
 }
 
 /// Where the buffer bytes live.
@@ -228,9 +259,12 @@ impl BufferPool {
         let arena = vec![Line([0; CACHE_LINE]); n * stride_lines];
         // LIFO free list: index 0 is handed out first.
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
+        let arena = Arena::Owned(arena);
+        let hints = PrefetchHints::new(&meta, &arena, stride_lines * CACHE_LINE, cfg.headroom);
         Ok(BufferPool {
             meta,
-            arena: Arena::Owned(arena),
+            hints,
+            arena,
             stride: stride_lines * CACHE_LINE,
             headroom: cfg.headroom,
             buf_size,
@@ -287,12 +321,15 @@ impl BufferPool {
             };
             n
         ];
+        let arena = Arena::External(region);
+        let hints = PrefetchHints::new(&meta, &arena, region.stride, region.headroom);
         Ok(BufferPool {
             meta,
+            hints,
             stride: region.stride,
             headroom: region.headroom,
             buf_size: region.buf_size,
-            arena: Arena::External(region),
+            arena,
             free: Vec::with_capacity(n),
             in_use: 0,
             backend: Some(backend),
@@ -687,8 +724,9 @@ impl BufferPool {
     /// Prefetches the metadata line of buffer `bi`.
     #[inline(always)]
     pub fn prefetch_meta(&self, bi: u32) {
-        if let Some(m) = self.meta.get(bi as usize) {
-            prefetch::prefetch_read(m);
+        let h = &self.hints;
+        if bi < h.count {
+            prefetch::prefetch_ptr((h.meta + bi as usize * size_of::<BufferMeta>()) as *const u8);
         }
     }
 
@@ -696,26 +734,21 @@ impl BufferPool {
     /// outer header of a received packet starts.
     #[inline(always)]
     pub fn prefetch_data(&self, bi: u32) {
-        match &self.arena {
-            Arena::Owned(a) => {
-                let line = (bi as usize * self.stride + self.headroom as usize) / CACHE_LINE;
-                if let Some(l) = a.get(line) {
-                    prefetch::prefetch_read(l);
-                }
-            }
-            Arena::External(r) => {
-                if bi < r.count {
-                    prefetch::prefetch_ptr(r.buffer_ptr(bi).wrapping_add(self.headroom as usize));
-                }
-            }
+        let h = &self.hints;
+        if bi < h.count {
+            prefetch::prefetch_ptr((h.data + bi as usize * h.stride) as *const u8);
         }
     }
 
     /// Prefetches metadata and first data line of buffer `bi`.
     #[inline(always)]
     pub fn prefetch(&self, bi: u32) {
-        self.prefetch_meta(bi);
-        self.prefetch_data(bi);
+        let h = &self.hints;
+        if bi < h.count {
+            let i = bi as usize;
+            prefetch::prefetch_ptr((h.meta + i * size_of::<BufferMeta>()) as *const u8);
+            prefetch::prefetch_ptr((h.data + i * h.stride) as *const u8);
+        }
     }
 }
 
@@ -737,6 +770,31 @@ mod tests {
             ..PoolConfig::default()
         })
         .unwrap()
+    }
+
+    /// The prefetch addresses are those of each buffer's metadata and of its first byte at
+    /// the default headroom (a wrong address would not fail anything else, only be slow).
+    #[test]
+    fn prefetch_hints_are_the_buffers_addresses() {
+        let mut p = small(37);
+        let mut bis = Vec::new();
+        while let Some(bi) = p.alloc() {
+            bis.push(bi);
+        }
+        for &bi in &bis {
+            let h = p.hints;
+            let meta = p.meta(bi) as *const BufferMeta as usize;
+            assert_eq!(h.meta + bi as usize * size_of::<BufferMeta>(), meta);
+            let data = p.bytes(bi).as_ptr() as usize + p.headroom as usize;
+            assert_eq!(h.data + bi as usize * h.stride, data);
+            assert_eq!(p.packet(bi).data().as_ptr() as usize, data);
+            p.prefetch(bi);
+        }
+        // Out of range: no effect, no panic.
+        p.prefetch(37);
+        p.prefetch_meta(u32::MAX);
+        p.prefetch_data(u32::MAX);
+        assert_eq!(p.in_use(), 37);
     }
 
     #[test]

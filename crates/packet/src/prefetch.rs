@@ -24,6 +24,8 @@ pub fn prefetch_bytes(bytes: &[u8]) {
     }
 }
 
+/// Hints the CPU to bring the cache line at `p` into all cache levels (crate-internal:
+/// the buffer pool's per-packet prefetches compute addresses instead of slicing).
 #[inline(always)]
 pub(crate) fn prefetch_ptr(p: *const u8) {
     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
@@ -33,8 +35,9 @@ pub(crate) fn prefetch_ptr(p: *const u8) {
         #[cfg(target_arch = "x86_64")]
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: PREFETCHT0 is part of SSE, which every x86_64 CPU has; a prefetch never
-        // dereferences its operand architecturally and cannot fault, and `p` comes from a
-        // live reference (see the callers) in any case.
+        // dereferences its operand architecturally and cannot fault, whatever `p` is. The
+        // callers pass the address of a live object: a reference, or (the buffer pool) an
+        // address inside its metadata array or arena for an index it has bounds-checked.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
