@@ -168,7 +168,10 @@ fn rx_repeats_short_driver_bursts_until_the_vector_is_full() {
         let mut b = GraphBuilder::new(GraphConfig::default());
         // Bursts of 7 (not a divisor of 256), and a node asking for more than a vector.
         b.add("rx7", DpdkRx::new(&rx, 0).with_burst(7).with_limit(total))
-            .add("rx-big", DpdkRx::new(&rx, 0).with_burst(5000).with_limit(total))
+            .add(
+                "rx-big",
+                DpdkRx::new(&rx, 0).with_burst(5000).with_limit(total),
+            )
             .add("tx", DpdkTx::new(&tx, 0))
             .set_next("rx7", DpdkRxNext::Out, "tx")
             .set_next("rx-big", DpdkRxNext::Out, "tx");
