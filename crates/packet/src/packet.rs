@@ -135,6 +135,29 @@ impl<'a> PacketMut<'a> {
         let (s, e) = window(self.meta, self.buf.len());
         &mut self.buf[s..e]
     }
+    /// Metadata and the whole buffer (headroom and tailroom included), for fast paths that
+    /// check the packet's window themselves and then edit headers around its start in one
+    /// go (e.g. a rewrite that updates the IP header and writes the Ethernet header in
+    /// front of it). The packet is `buf[data_offset..data_offset + len]` when that range
+    /// is inside the buffer; the caller must keep the metadata consistent.
+    ///
+    /// ```
+    /// # use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bi = pool.alloc_with(b"payload")?;
+    /// let mut p = pool.packet_mut(bi);
+    /// let (m, buf) = p.meta_and_buffer_mut();
+    /// let s = m.data_offset as usize;
+    /// buf[s - 2..s].copy_from_slice(b"hi"); // a 2-byte header in the headroom
+    /// m.data_offset -= 2;
+    /// m.len += 2;
+    /// assert_eq!(pool.data(bi), b"hipayload");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn meta_and_buffer_mut(&mut self) -> (&mut BufferMeta, &mut [u8]) {
+        (self.meta, self.buf)
+    }
     /// Metadata and bytes at once (for nodes that read one and write the other).
     #[inline]
     pub fn split(&mut self) -> (&mut BufferMeta, &mut [u8]) {
