@@ -22,6 +22,8 @@ use pktvec::packet::{BufferPool, PoolConfig};
 
 #[path = "tune/cache.rs"]
 mod cache;
+#[path = "tune/online.rs"]
+mod online;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 enum App {
@@ -74,6 +76,26 @@ struct Cli {
     /// Also write the JSON document here.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Instead of the cycles grid: the tuner on a live graph whose traffic changes
+    /// (l3fwd: single path ↔ alternating IPv4/IPv6; l2fwd: 4K ↔ 1M active stations).
+    #[arg(long)]
+    online: bool,
+    /// Online: input vectors per tuner window.
+    #[arg(long, default_value_t = 256)]
+    window: u64,
+    /// Online: windows per traffic phase.
+    #[arg(long, default_value_t = 60)]
+    phase_windows: usize,
+    /// Online: windows per setting in each phase's fixed-setting sweep (medians).
+    #[arg(long, default_value_t = 3)]
+    sweep_windows: usize,
+    /// Measure the tuner's top-k predicted settings afresh and keep the best measured
+    /// (0: trust the model's single best).
+    #[arg(long, default_value_t = 4)]
+    confirm: usize,
+    /// Online: relative drift of measured vs predicted cycles that starts an exploration.
+    #[arg(long, default_value_t = 0.25)]
+    drift: f64,
 }
 
 /// One measured run: (vector size, sub-batch) and per-node cycles per packet.
@@ -117,6 +139,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None => std::env::current_exe()?.with_file_name("ppb"),
         };
         let doc = cache::run(data, &bin, &cli.cal_batches, cli.l1d, cli.json)?;
+        if cli.json {
+            println!("{doc}");
+        }
+        if let Some(o) = &cli.out {
+            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
+        }
+        return Ok(());
+    }
+    if cli.online {
+        let doc = online::run(
+            &online::Options {
+                l2: cli.app == App::L2fwd,
+                window: cli.window,
+                phase_windows: cli.phase_windows,
+                sweep_windows: cli.sweep_windows,
+                vectors: VECTORS.to_vec(),
+                sub_batches: SUB_BATCHES.to_vec(),
+                drift: cli.drift,
+                calib_windows: cli.reps,
+            },
+            cli.json,
+        )?;
         if cli.json {
             println!("{doc}");
         }
@@ -268,7 +312,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     errs.sort_by(f64::total_cmp);
     let median = errs[errs.len() / 2];
     let worst = *errs.last().unwrap_or(&0.0);
-    let tuner = Tuner::new(
+    let mut tuner = Tuner::new(
         TunerConfig {
             vectors: VECTORS.to_vec(),
             sub_batches: SUB_BATCHES.to_vec(),
@@ -276,6 +320,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
         calib.clone(),
     );
+    let model_choice = tuner.setting();
+    // Confirmation: the top-k predicted settings measured afresh (reps interleaved,
+    // medians), the best measured kept. These runs are separate from the grid's, which
+    // judges the choice below.
+    let mut confirmed = Vec::new();
+    if cli.confirm > 0 {
+        let top = tuner.top_predicted(cli.confirm);
+        let mut m: Vec<Vec<f64>> = vec![Vec::new(); top.len()];
+        for _ in 0..cli.reps {
+            for (i, s) in top.iter().enumerate() {
+                let r = measure(&mut g, s.vector, s.sub_batch, cli.packets);
+                m[i].push(r.iter().map(|x| x.1).sum());
+            }
+        }
+        for (s, mut xs) in top.into_iter().zip(m) {
+            xs.sort_by(f64::total_cmp);
+            confirmed.push((s, xs[xs.len() / 2]));
+        }
+        tuner.confirm(&confirmed);
+    }
     let Setting {
         vector: tv,
         sub_batch: tb,
@@ -289,6 +353,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find(|r| r.0 == tv && r.1 == tb)
         .expect("the tuner picks from the grid");
     let quality = best.3 / chosen.3;
+    let model_row = rows
+        .iter()
+        .find(|r| r.0 == model_choice.vector && r.1 == model_choice.sub_batch)
+        .expect("the tuner picks from the grid");
+    let model_quality = best.3 / model_row.3;
     if cli.json {
         println!(
             "{}",
@@ -301,6 +370,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "tuner": {"vector": tv, "sub_batch": tb, "measured": chosen.3},
                 "best": {"vector": best.0, "sub_batch": best.1, "measured": best.3},
                 "tuner_quality": quality,
+                "model_choice": {"vector": model_choice.vector, "sub_batch": model_choice.sub_batch, "measured": model_row.3, "quality": model_quality},
+                "confirmed": confirmed.iter().map(|(s, c)| serde_json::json!({"vector": s.vector, "sub_batch": s.sub_batch, "measured": c})).collect::<Vec<_>>(),
             })
         );
     } else {
@@ -331,6 +402,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             best.1,
             best.3,
             100.0 * quality
+        );
+        println!(
+            "model alone: V {}, b {}: {:.1} cycles/packet, quality {:.1}%; confirmed among the top {}: {:?}",
+            model_choice.vector,
+            model_choice.sub_batch,
+            model_row.3,
+            100.0 * model_quality,
+            confirmed.len(),
+            confirmed
+                .iter()
+                .map(|(s, c)| format!("V {} b {}: {:.1}", s.vector, s.sub_batch, c))
+                .collect::<Vec<_>>()
         );
     }
     Ok(())
