@@ -615,9 +615,23 @@ impl BufferPool {
     /// refused and counted in [`double_frees`](Self::double_frees)).
     #[inline]
     pub fn free_bulk(&mut self, bis: &[u32]) -> usize {
+        // As `free` per buffer, with the in-use count and the spill to the backend done
+        // once per call (the free list never grows past the pool's size, so no push
+        // reallocates).
         let mut n = 0;
         for &bi in bis {
-            n += self.free(bi) as usize;
+            let m = &mut self.meta[bi as usize];
+            if m.flags.contains(MetaFlags::FREE) {
+                self.double_frees += 1;
+                continue;
+            }
+            m.flags = MetaFlags::FREE;
+            self.free.push(bi);
+            n += 1;
+        }
+        self.in_use -= n;
+        if self.backend.is_some() {
+            self.spill();
         }
         n
     }
@@ -850,6 +864,12 @@ mod tests {
         assert_eq!(p.free_count(), 4);
         assert!(!p.is_allocated(bi));
         assert!(!p.is_allocated(99));
+        // In bulk: a buffer twice in one call, and one already free.
+        let x = p.alloc().unwrap();
+        let y = p.alloc().unwrap();
+        assert_eq!(p.free_bulk(&[x, y, x, bi]), 2);
+        assert_eq!(p.double_frees(), 3);
+        assert_eq!((p.in_use(), p.free_count()), (0, 4));
     }
 
     #[test]
