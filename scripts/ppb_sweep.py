@@ -62,19 +62,29 @@ def main():
     ap.add_argument('-n', type=int, default=4_000_000)
     ap.add_argument('--only', choices=['cachegrind', 'native'],
                     help='run one half and merge it into the existing --json file')
+    ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
+                    help='cachegrind: only these batch sizes (merged into the existing --json file)')
     a = ap.parse_args()
     res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}, 'deadline': {}}
     if a.only and os.path.exists(a.json):
         res.update(json.load(open(a.json)))
     # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
     if a.only != 'native':
+        old = res['cachegrind'] if a.batches != BATCHES else {}
         res['cachegrind'] = {}
         for i1 in (None, 8192):
             for traffic in ('alternating', 'realistic'):
                 key = f'{traffic}-I1-{i1 or "host"}'
                 res['cachegrind'][key] = []
                 res['cachegrind'][key + '-off'] = []
-                for b in BATCHES:
+                for j, b in enumerate(BATCHES):
+                    if b not in a.batches:
+                        # Not re-measured: keep the earlier figure, marked stale.
+                        for k in (key, key + '-off'):
+                            prev = dict(old[k][j]) if k in old else {'I1': None, 'D1': None, 'Ir': None}
+                            prev['stale'] = True
+                            res['cachegrind'][k].append(prev)
+                        continue
                     lo = cachegrind(a.target, traffic, b, 50_000, i1)
                     hi = cachegrind(a.target, traffic, b, 150_000, i1)
                     per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
@@ -122,7 +132,7 @@ def draw(res, prefix):
     if res['cachegrind']:
         for ev in ('I1', 'D1'):
             for traffic in ('alternating', 'realistic'):
-                sel = {k.replace(f'{traffic}-', '').replace('I1-host', 'I1 32 KiB').replace('I1-8192', 'I1 8 KiB').replace('-off', ', batcher off (vectors of b)'): [p[ev] for p in v]
+                sel = {k.replace(f'{traffic}-', '').replace('I1-host', 'I1 32 KiB').replace('I1-8192', 'I1 8 KiB').replace('-off', ', batcher off (vectors of b)'): [None if p.get('stale') else p[ev] for p in v]
                        for k, v in res['cachegrind'].items() if k.startswith(traffic)}
                 line_svg(f'{prefix}-{ev.lower()}-{traffic}.svg', f'{ev} misses per packet (cachegrind), {traffic} traffic', f'{ev} misses / packet', sel, xs)
     if not res['cycles']:

@@ -18,5 +18,5 @@ pub mod parser;
 pub mod path_table;
 pub mod queues;
 
-pub use node::{Batcher, BatcherError, BatcherNext, BurstSource, ReplaySource};
+pub use node::{strip_to_l3, Batcher, BatcherError, BatcherNext, BurstSource, ReplaySource};
 pub use queues::{BatcherConfig, BatcherStats, FullPolicy, QueueStats};

@@ -8,6 +8,7 @@ use crate::path_table::{FastL3, PathTable, SharedPathTable};
 use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
 use pktvec_graph::builtin::copy_into_buffers;
 use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Next, Node, NodeKind};
+use pktvec_packet::wire::{parse_l2, EtherType};
 use pktvec_packet::{BufferPool, MetaFlags};
 
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
@@ -92,6 +93,43 @@ impl BurstSource for ReplaySource {
     }
 }
 
+/// `ethernet-input`'s work on an IPv4 or IPv6 frame, for the batcher to start its vector
+/// at `ip4-input`/`ip6-input`: the same metadata edit `ethernet-input` makes (L2 and L3
+/// offsets, `L2_VALID | L3_VALID`, the Ethernet header and up to two VLAN tags stripped),
+/// and the arc to take. Any other frame (ARP, NDN, unknown EtherType, more than two tags,
+/// truncated) is left untouched and `None` returned: it goes through `ethernet-input`.
+/// `fast`: the class the fast path found, if it did (untagged, no need to parse again).
+/// A test checks this against `pktvec_nodes::ethernet::ethernet_input_one` on any bytes.
+#[inline(always)]
+pub fn strip_to_l3(pool: &mut BufferPool, bi: u32, fast: Option<FastL3>) -> Option<BatcherNext> {
+    let (next, l3) = match fast {
+        Some(FastL3::Ip4) => (BatcherNext::Ip4, 14),
+        Some(FastL3::Ip6) => (BatcherNext::Ip6, 14),
+        Some(_) => return None,
+        None => strip_general(pool.data(bi))?,
+    };
+    let mut p = pool.packet_mut(bi);
+    let m = p.meta_mut();
+    m.l2_offset = m.data_offset;
+    m.l3_offset = m.data_offset + l3;
+    m.flags
+        .insert(MetaFlags(MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0));
+    // The fast path saw at least 34 bytes; `parse_l2` guarantees l3 <= len.
+    p.advance(l3 as usize).ok()?;
+    Some(next)
+}
+
+/// Tagged or unusual frames: `parse_l2`, as `ethernet-input` does.
+#[cold]
+fn strip_general(frame: &[u8]) -> Option<(BatcherNext, u16)> {
+    let l2 = parse_l2(frame).ok()?;
+    match l2.ethertype {
+        EtherType::IPV4 => Some((BatcherNext::Ip4, l2.l3_offset)),
+        EtherType::IPV6 => Some((BatcherNext::Ip6, l2.l3_offset)),
+        _ => None,
+    }
+}
+
 next_nodes! {
     /// The arcs of [`Batcher`]. `Ip4` and `Ip6` lead to `ethernet-input` by default, like
     /// `Out`; point them at the IPv4/IPv6 input nodes (`ip4-input`, `ip6-input`) and the
@@ -101,11 +139,10 @@ next_nodes! {
     pub enum BatcherNext {
         /// Every vector not sent on `Ip4`/`Ip6` (by default to `ethernet-input`).
         Out = "ethernet-input",
-        /// Vectors of untagged IPv4 frames, already stripped to L3, when wired elsewhere
-        /// than `Out`'s node.
+        /// Vectors of IPv4 frames, already stripped to L3, when both `Ip4` and `Ip6` are
+        /// wired elsewhere than `Out`'s node.
         Ip4 = "ethernet-input",
-        /// Vectors of untagged IPv6 frames, already stripped to L3, when wired elsewhere
-        /// than `Out`'s node.
+        /// Vectors of IPv6 frames, already stripped to L3 (as `Ip4`).
         Ip6 = "ethernet-input",
     }
 }
@@ -251,9 +288,9 @@ impl<S: BurstSource> Batcher<S> {
         }
     }
 
-    /// Reads one burst, classifies and queues it. `direct[k]`: frames of fast-path class
-    /// `k` ([`FastL3`]) enter the graph after `ethernet-input` (on arc `Ip4`/`Ip6`).
-    fn receive(&mut self, pool: &mut BufferPool, max: usize, now: u64, direct: [bool; 4]) -> usize {
+    /// Reads one burst, classifies and queues it. `direct`: IPv4/IPv6 frames enter the
+    /// graph after `ethernet-input` (arcs `Ip4`/`Ip6`, see [`strip_to_l3`]).
+    fn receive(&mut self, pool: &mut BufferPool, max: usize, now: u64, direct: bool) -> usize {
         self.scratch.clear();
         let n = self.src.rx_burst(pool, &mut self.scratch, max);
         if n == 0 {
@@ -270,34 +307,17 @@ impl<S: BurstSource> Batcher<S> {
                 Some(f) => f.classify(pool.data(bi)),
                 None => None,
             };
-            let (path, arc) = match fc {
+            let (path, l3) = match fc {
                 Some(c) => {
                     let path = (c.path as usize).min(MAX_PATHS - 1);
                     let m = pool.meta_mut(bi);
                     m.path_id = path as u16;
-                    let off = m.data_offset;
-                    m.l2_offset = off;
-                    if direct[c.l3 as usize] {
-                        // `ethernet_input_one`'s edit of an untagged frame (at least 34
-                        // bytes here): record L2/L3, strip the 14-byte Ethernet header.
-                        m.l3_offset = off.wrapping_add(14);
-                        m.data_offset = off.wrapping_add(14);
-                        m.len -= 14;
-                        m.flags.insert(MetaFlags(
-                            MetaFlags::PATH_VALID.0 | MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0,
-                        ));
-                        let arc = match c.l3 {
-                            FastL3::Ip4 => BatcherNext::Ip4,
-                            _ => BatcherNext::Ip6,
-                        };
-                        (path, arc.index())
-                    } else {
-                        if c.l3_offset != 0 {
-                            m.l3_offset = off + c.l3_offset;
-                        }
-                        m.flags.insert(MetaFlags::PATH_VALID);
-                        (path, BatcherNext::Out.index())
+                    m.flags.insert(MetaFlags::PATH_VALID);
+                    m.l2_offset = m.data_offset;
+                    if c.l3_offset != 0 {
+                        m.l3_offset = m.data_offset + c.l3_offset;
                     }
+                    (path, Some(c.l3))
                 }
                 None => {
                     self.graph
@@ -314,10 +334,15 @@ impl<S: BurstSource> Batcher<S> {
                     if p.l4_offset != 0 {
                         m.l4_offset = m.data_offset + p.l4_offset;
                     }
-                    (path, BatcherNext::Out.index())
+                    (path, None)
                 }
             };
-            self.cls.push(path as u16 | arc << 8);
+            let arc = if direct {
+                strip_to_l3(pool, bi, l3).map_or(BatcherNext::Out, |n| n)
+            } else {
+                BatcherNext::Out
+            };
+            self.cls.push(path as u16 | arc.index() << 8);
         }
         // Pass 2: queue. A burst of one path and one arc (single-path traffic, or a batch
         // of one elephant) is counted once and moves into its queue with one bulk copy.
@@ -420,12 +445,8 @@ impl<S: BurstSource> Node for Batcher<S> {
         // Frames of a fast-path class go straight to the node after `ethernet-input` when
         // that arc is wired elsewhere than `Out`'s node.
         let out = cx.next_node_id(BatcherNext::Out);
-        let direct = [
-            false,
-            cx.next_node_id(BatcherNext::Ip4) != out,
-            cx.next_node_id(BatcherNext::Ip6) != out,
-            false,
-        ];
+        let direct =
+            cx.next_node_id(BatcherNext::Ip4) != out && cx.next_node_id(BatcherNext::Ip6) != out;
         // Receive until a queue can send (a whole batch, a deadline, a full queue) or the
         // source runs dry; only while no queue is over capacity and no reassignment is
         // draining the queues (per-flow order), so a queue never holds more than capacity
