@@ -81,8 +81,11 @@ struct Cli {
     #[arg(long)]
     online: bool,
     /// Online: input vectors per tuner window.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 512)]
     window: u64,
+    /// Online: rounds of the live schedule (the tuner and the fixed settings interleaved).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Online: windows per traffic phase.
     #[arg(long, default_value_t = 60)]
     phase_windows: usize,
@@ -90,8 +93,8 @@ struct Cli {
     #[arg(long, default_value_t = 3)]
     sweep_windows: usize,
     /// Measure the tuner's top-k predicted settings afresh and keep the best measured
-    /// (0: trust the model's single best).
-    #[arg(long, default_value_t = 4)]
+    /// (0: trust the model's single best). On this noisy VM it chased noise (model.md).
+    #[arg(long, default_value_t = 0)]
     confirm: usize,
     /// Online: relative drift of measured vs predicted cycles that starts an exploration.
     #[arg(long, default_value_t = 0.25)]
@@ -158,6 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sub_batches: SUB_BATCHES.to_vec(),
                 drift: cli.drift,
                 calib_windows: cli.reps,
+                rounds: cli.rounds,
             },
             cli.json,
         )?;

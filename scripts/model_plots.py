@@ -60,9 +60,9 @@ def cache_plot(doc, out_prefix):
 
 
 def online_plot(doc, out):
-    ws = doc['windows']
+    ws = [w for w in doc['windows'] if w.get('round', 0) == 0]
     W, H, L, B, T = 860, 420, 70, 60, 40
-    o = svg_open(W, H, f"{doc['app']}: throughput per tuner window ({doc['window_vectors']} vectors) across traffic changes")
+    o = svg_open(W, H, f"{doc['app']}: throughput per tuner window ({doc['window_vectors']} vectors), round 1, across traffic changes")
     ys = [w['mpps'] for w in ws]
     fixed = doc['fixed']
     best = [max(s['mpps'] for s in f['settings']) for f in fixed]

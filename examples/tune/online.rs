@@ -224,6 +224,8 @@ pub struct Options {
     pub drift: f64,
     /// Calibration settings measured this many windows each (median).
     pub calib_windows: usize,
+    /// Rounds of the live schedule (tuner and fixed settings interleaved).
+    pub rounds: usize,
 }
 
 /// Runs the scenario; returns the JSON document and prints a summary unless `json`.
@@ -346,36 +348,179 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
             .unwrap_or(f64::NAN)
     };
 
-    // 3. The live run: phases 0, 1, 0, the tuner deciding every window.
-    let mut tuner = Tuner::new(cfg, calib.clone());
-    let schedule = [0usize, 1, 0];
+    // 3. The live run: phases 0, 1, 0, the tuner deciding every window; in each round the
+    //    same schedule is also run at fixed settings (each phase's best fixed from the sweep
+    //    and the initial choice), so the comparison shares the machine's drift.
+    let mut contenders: Vec<Setting> = vec![initial];
+    for b in &best_fixed {
+        if !contenders.contains(&b.0) {
+            contenders.push(b.0);
+        }
+    }
     let mut log = Vec::new();
-    let mut s = tuner.setting();
-    apply(&mut g, s);
-    set_phase(&mut g, 0);
-    window(&mut g, o.window);
+    let mut rounds = Vec::new();
+    for round in 0..o.rounds.max(1) {
+        let mut tuner = Tuner::new(cfg.clone(), calib.clone());
+        let (tuned, fixed_segs) = schedule_run(&mut g, o, &mut tuner, &contenders, round, &mut log);
+        let fixed_runs: Vec<Value> = contenders
+            .iter()
+            .zip(fixed_segs)
+            .map(
+                |(c, segs)| json!({"vector": c.vector, "sub_batch": c.sub_batch, "segments": segs}),
+            )
+            .collect();
+        rounds.push(json!({"round": round, "tuner": tuned, "fixed": fixed_runs}));
+    }
+    // Per segment, medians over rounds: the tuner's throughput against the best of the
+    // fixed settings run in the same rounds, and against the initial choice kept fixed.
     let mut segments = Vec::new();
-    for (seg, &p) in schedule.iter().enumerate() {
-        set_phase(&mut g, p);
+    for (seg, &p) in SCHEDULE.iter().enumerate() {
+        let med = |f: &dyn Fn(&Value) -> Option<f64>| -> Option<f64> {
+            let xs: Vec<f64> = rounds.iter().filter_map(f).collect();
+            (!xs.is_empty()).then(|| median(xs))
+        };
+        let tuner_mpps = med(&|r: &Value| r["tuner"][seg]["mpps"].as_f64());
+        let fixed_mpps: Vec<(Setting, f64)> = contenders
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &c)| {
+                med(&|r: &Value| r["fixed"][k]["segments"][seg]["mpps"].as_f64()).map(|m| (c, m))
+            })
+            .collect();
+        let best = fixed_mpps
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("contenders");
+        let settle: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| r["tuner"][seg]["vectors_until_settled"].as_f64())
+            .collect();
+        let settle_w: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| r["tuner"][seg]["windows_until_settled"].as_f64())
+            .collect();
+        segments.push(json!({
+            "segment": seg, "phase": p, "traffic": names[p],
+            "tuner_mpps": tuner_mpps,
+            "tuner_mpps_until_settled": med(&|r: &Value| r["tuner"][seg]["mpps_until_settled"].as_f64()),
+            "tuner_mpps_after_settled": med(&|r: &Value| r["tuner"][seg]["mpps_after_settled"].as_f64()),
+            "vectors_until_settled": settle, "windows_until_settled": settle_w,
+            "unsettled_rounds": rounds.len() - settle.len(),
+            "explorations": rounds.iter().map(|r| r["tuner"][seg]["explorations"].clone()).collect::<Vec<_>>(),
+            "final_settings": rounds.iter().map(|r| r["tuner"][seg]["final_setting"].clone()).collect::<Vec<_>>(),
+            "best_fixed": {"vector": best.0.vector, "sub_batch": best.0.sub_batch, "mpps": best.1},
+            "initial_fixed_mpps": fixed_mpps.first().map(|f| f.1),
+            "fixed_mpps": fixed_mpps.iter().map(|(c, m)| json!({"vector": c.vector, "sub_batch": c.sub_batch, "mpps": m})).collect::<Vec<_>>(),
+            "tuner_vs_best_fixed": tuner_mpps.map(|t| t / best.1),
+        }));
+    }
+    let doc = json!({
+        "app": if o.l2 { "l2fwd" } else { "l3fwd" }, "phases": names,
+        "window_vectors": o.window, "phase_windows": o.phase_windows, "drift": o.drift,
+        "rounds": o.rounds, "calibration": calib,
+        "initial": {"vector": initial.vector, "sub_batch": initial.sub_batch},
+        "fixed": fixed.iter().enumerate().map(|(p, f)| json!({"phase": p, "settings": f.iter().map(|(s, pps, c)| json!({"vector": s.vector, "sub_batch": s.sub_batch, "mpps": pps / 1e6, "node_cycles_per_packet": c})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
+        "segments": segments, "round_results": rounds, "windows": log,
+    });
+    if !json_out {
+        println!(
+            "{}: phases {:?}, windows of {} vectors, {} windows per phase, {} rounds; calibrated on phase 0, initial setting V {}, b {}",
+            doc["app"].as_str().unwrap_or(""),
+            names,
+            o.window,
+            o.phase_windows,
+            o.rounds,
+            initial.vector,
+            initial.sub_batch
+        );
+        for (p, b) in best_fixed.iter().enumerate() {
+            println!(
+                "sweep, phase {p} ({}): best fixed V {}, b {}: {:.2} Mpps; the initial setting: {:.2} Mpps",
+                names[p],
+                b.0.vector,
+                b.0.sub_batch,
+                b.1 / 1e6,
+                at(p, initial) / 1e6
+            );
+        }
+        for sgm in doc["segments"].as_array().into_iter().flatten() {
+            println!(
+                "segment {} ({}): tuner {:.2} Mpps (until settled {:.2}, after {:.2}); best fixed V {} b {} {:.2}; initial fixed {:.2}; tuner/best {:.1}%; vectors until settled {} (windows {}), unsettled rounds {}, explorations {}",
+                sgm["segment"],
+                sgm["traffic"].as_str().unwrap_or(""),
+                sgm["tuner_mpps"].as_f64().unwrap_or(f64::NAN),
+                sgm["tuner_mpps_until_settled"].as_f64().unwrap_or(f64::NAN),
+                sgm["tuner_mpps_after_settled"].as_f64().unwrap_or(f64::NAN),
+                sgm["best_fixed"]["vector"],
+                sgm["best_fixed"]["sub_batch"],
+                sgm["best_fixed"]["mpps"].as_f64().unwrap_or(f64::NAN),
+                sgm["initial_fixed_mpps"].as_f64().unwrap_or(f64::NAN),
+                100.0 * sgm["tuner_vs_best_fixed"].as_f64().unwrap_or(f64::NAN),
+                sgm["vectors_until_settled"],
+                sgm["windows_until_settled"],
+                sgm["unsettled_rounds"],
+                sgm["explorations"]
+            );
+        }
+    }
+    Ok(doc)
+}
+
+/// The phase order of a live run.
+const SCHEDULE: [usize; 3] = [0, 1, 0];
+
+/// Runs the schedule once with the tuner and, interleaved window by window on the same
+/// graph, at each fixed setting of `fixed`: every window, each contender in turn gets its
+/// setting applied, a short settling run (window/8 vectors, not counted) and one measured
+/// window, so all see the same traffic phase and the same state of this noisy machine. The
+/// tuner decides after each of its own windows. Returns the tuner's segments and each fixed
+/// setting's segments (JSON), and appends the tuner's windows to `log`.
+fn schedule_run(
+    g: &mut Graph,
+    o: &Options,
+    tuner: &mut Tuner,
+    fixed: &[Setting],
+    round: usize,
+    log: &mut Vec<Value>,
+) -> (Vec<Value>, Vec<Vec<Value>>) {
+    let mut s = tuner.setting();
+    let mut segments = Vec::new();
+    let mut fixed_segments = vec![Vec::new(); fixed.len()];
+    let mpps = |pk: u64, t: f64| (t > 0.0).then(|| pk as f64 / t / 1e6);
+    for (seg, &p) in SCHEDULE.iter().enumerate() {
+        g.node_mut::<PhaseSource>("input")
+            .expect("input node")
+            .phase = p;
         let decisions0 = tuner.decisions();
+        // An exploration still running from the previous segment counts as this one's.
+        let mut explored = tuner.exploring();
         let mut settled_at: Option<usize> = None;
-        let mut explored = false;
         let (mut vec_to_settle, mut pk_trans, mut t_trans) = (0u64, 0u64, 0.0f64);
-        let (mut pk_after, mut t_after) = (0u64, 0.0f64);
+        let (mut pk_after, mut t_after, mut pk_all, mut t_all) = (0u64, 0.0f64, 0u64, 0.0f64);
+        let mut fixed_acc = vec![(0u64, 0.0f64); fixed.len()];
         let mut explorations = 0u64;
         for w in 0..o.phase_windows {
-            let m = window(&mut g, o.window);
+            for (k, &f) in fixed.iter().enumerate() {
+                apply(g, f);
+                window(g, o.window / 8 + 1);
+                let m = window(g, o.window);
+                fixed_acc[k].0 += m.packets;
+                fixed_acc[k].1 += m.packets as f64 / m.pps;
+            }
+            apply(g, s);
+            window(g, o.window / 8 + 1);
+            let m = window(g, o.window);
             let was = s;
+            let secs = m.packets as f64 / m.pps;
+            pk_all += m.packets;
+            t_all += secs;
             let exploring_before = tuner.exploring();
             s = tuner.observe(m.node_cycles);
             if !exploring_before && tuner.exploring() {
                 explorations += 1;
                 explored = true;
             }
-            if s != was {
-                apply(&mut g, s);
-            }
-            let secs = m.packets as f64 / m.pps;
             if settled_at.is_none() {
                 vec_to_settle += m.vectors;
                 pk_trans += m.packets;
@@ -393,76 +538,26 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
                 t_after += secs;
             }
             log.push(json!({
-                "segment": seg, "phase": p, "window": w, "vector": was.vector, "sub_batch": was.sub_batch,
-                "exploring": exploring_before, "node_cycles_per_packet": m.node_cycles,
-                "cycles_per_packet": m.cycles, "mpps": m.pps / 1e6, "packets": m.packets,
-                "vectors": m.vectors,
+                "round": round, "segment": seg, "phase": p, "window": w, "vector": was.vector,
+                "sub_batch": was.sub_batch, "exploring": exploring_before,
+                "node_cycles_per_packet": m.node_cycles, "cycles_per_packet": m.cycles,
+                "mpps": m.pps / 1e6, "packets": m.packets, "vectors": m.vectors,
             }));
         }
-        let trans_mpps = pk_trans as f64 / t_trans.max(1e-12) / 1e6;
-        let after_mpps = if t_after > 0.0 {
-            pk_after as f64 / t_after / 1e6
-        } else {
-            f64::NAN
-        };
         segments.push(json!({
-            "segment": seg, "phase": p, "traffic": names[p],
+            "segment": seg, "phase": p, "mpps": mpps(pk_all, t_all),
             "windows_until_settled": settled_at,
             "vectors_until_settled": settled_at.map(|_| vec_to_settle),
             "explorations": explorations,
-            "mpps_until_settled": trans_mpps, "mpps_after_settled": after_mpps,
+            "mpps_until_settled": mpps(pk_trans, t_trans),
+            "mpps_after_settled": mpps(pk_after, t_after),
             "final_setting": {"vector": s.vector, "sub_batch": s.sub_batch},
-            "final_setting_fixed_mpps": at(p, s),
-            "best_fixed": {"vector": best_fixed[p].0.vector, "sub_batch": best_fixed[p].0.sub_batch, "mpps": best_fixed[p].1 / 1e6},
-            "initial_fixed_mpps": at(p, initial) / 1e6,
         }));
-    }
-    let doc = json!({
-        "app": if o.l2 { "l2fwd" } else { "l3fwd" }, "phases": names,
-        "window_vectors": o.window, "phase_windows": o.phase_windows, "drift": o.drift,
-        "calibration": calib,
-        "initial": {"vector": initial.vector, "sub_batch": initial.sub_batch},
-        "fixed": fixed.iter().enumerate().map(|(p, f)| json!({"phase": p, "settings": f.iter().map(|(s, pps, c)| json!({"vector": s.vector, "sub_batch": s.sub_batch, "mpps": pps / 1e6, "node_cycles_per_packet": c})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
-        "segments": segments, "windows": log,
-    });
-    if !json_out {
-        println!(
-            "{}: phases {:?}, windows of {} vectors, {} windows per phase; calibrated on phase 0, initial setting V {}, b {}",
-            doc["app"].as_str().unwrap_or(""),
-            names,
-            o.window,
-            o.phase_windows,
-            initial.vector,
-            initial.sub_batch
-        );
-        for (p, b) in best_fixed.iter().enumerate() {
-            println!(
-                "phase {p} ({}): best fixed V {}, b {}: {:.2} Mpps; the initial setting fixed: {:.2} Mpps",
-                names[p],
-                b.0.vector,
-                b.0.sub_batch,
-                b.1 / 1e6,
-                at(p, initial) / 1e6
-            );
-        }
-        for sgm in doc["segments"].as_array().into_iter().flatten() {
-            println!(
-                "segment {} ({}): settled after {} windows / {} vectors ({} explorations); {:.2} Mpps until settled, {:.2} after; final V {}, b {} (fixed: {:.2} Mpps); best fixed {:.2} Mpps",
-                sgm["segment"],
-                sgm["traffic"].as_str().unwrap_or(""),
-                sgm["windows_until_settled"],
-                sgm["vectors_until_settled"],
-                sgm["explorations"],
-                sgm["mpps_until_settled"].as_f64().unwrap_or(f64::NAN),
-                sgm["mpps_after_settled"].as_f64().unwrap_or(f64::NAN),
-                sgm["final_setting"]["vector"],
-                sgm["final_setting"]["sub_batch"],
-                sgm["final_setting_fixed_mpps"].as_f64().unwrap_or(f64::NAN) / 1e6,
-                sgm["best_fixed"]["mpps"].as_f64().unwrap_or(f64::NAN)
-            );
+        for (k, acc) in fixed_acc.iter().enumerate() {
+            fixed_segments[k].push(json!({"segment": seg, "phase": p, "mpps": mpps(acc.0, acc.1)}));
         }
     }
-    Ok(doc)
+    (segments, fixed_segments)
 }
 
 /// The tuner's confirmation windows: a segment with no exploration in twice that many

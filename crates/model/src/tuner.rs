@@ -27,6 +27,14 @@ pub struct TunerConfig {
     /// centred on it (settings already measured are not measured again).
     #[serde(default = "default_rounds")]
     pub max_rounds: usize,
+    /// Relative gain the best measured setting of a round must show over the round's
+    /// centre to be moved to (hysteresis: within the noise, stay).
+    #[serde(default = "default_min_gain")]
+    pub min_gain: f64,
+}
+
+fn default_min_gain() -> f64 {
+    0.05
 }
 
 fn default_confirm() -> usize {
@@ -46,6 +54,7 @@ impl Default for TunerConfig {
             windows_per_try: 2,
             confirm_windows: default_confirm(),
             max_rounds: default_rounds(),
+            min_gain: default_min_gain(),
         }
     }
 }
@@ -248,7 +257,8 @@ impl Tuner {
     /// prediction by more than `drift`, `confirm_windows` times in a row with the same
     /// sign, starts an exploration: rounds of the current setting and its neighbours,
     /// `windows_per_try` windows each, re-centred on the best measured up to `max_rounds`
-    /// times; then the best measured is kept and the model rescaled to it.
+    /// times (moving only for a gain above `min_gain`); then the best measured is kept and
+    /// the model rescaled to it.
     pub fn observe(&mut self, cycles_per_packet: f64) -> Setting {
         self.windows += 1;
         if self.exploring() {
@@ -265,12 +275,17 @@ impl Tuner {
                 self.current = next;
                 return next;
             }
-            let (best, c) = self
+            let (mut best, mut c) = self
                 .results
                 .iter()
                 .copied()
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("at least one result");
+            if let Some(&(centre, cc)) = self.results.iter().find(|r| r.0 == self.centre) {
+                if c > cc * (1.0 - self.cfg.min_gain) {
+                    (best, c) = (centre, cc);
+                }
+            }
             if best != self.centre && self.round < self.cfg.max_rounds.max(1) {
                 self.round_around(best);
                 if let Some(next) = self.exploring.pop() {
