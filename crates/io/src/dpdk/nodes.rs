@@ -67,6 +67,8 @@ pub struct DpdkRx {
     rx_if: u16,
     layout: Layout,
     burst: Box<[usize]>,
+    /// The indices entering the graph, moved into the frame in one copy.
+    ready: Box<[u32]>,
     rx_burst: usize,
     multiseg: Vec<u32>,
     limit: Option<u64>,
@@ -84,6 +86,7 @@ impl DpdkRx {
             rx_if: port.id(),
             layout: port.mempool.inner.layout,
             burst: vec![0usize; BURST_MAX].into_boxed_slice(),
+            ready: vec![0u32; BURST_MAX].into_boxed_slice(),
             rx_burst: DEFAULT_RX_BURST,
             multiseg: Vec::with_capacity(BURST_MAX),
             limit: None,
@@ -189,7 +192,9 @@ impl Node for DpdkRx {
                 }
             }
         }
-        // Pass 2: adopt each buffer with the driver's offset and length.
+        // Pass 2: adopt each buffer with the driver's offset and length; the indices go
+        // to `ready` and then into the frame in one copy.
+        let mut k = 0;
         for &slot in &self.burst[..n] {
             if slot == usize::MAX {
                 continue;
@@ -219,10 +224,13 @@ impl Node for DpdkRx {
             }
             if chained {
                 self.multiseg.push(bi);
-            } else {
-                frame.push(bi);
+            } else if let Some(r) = self.ready.get_mut(k) {
+                *r = bi;
+                k += 1;
             }
         }
+        // `want <= frame.room()`, so all of them fit.
+        frame.extend_from_slice(&self.ready[..k]);
         self.received += n as u64;
         for i in 0..self.multiseg.len() {
             let bi = self.multiseg[i];
