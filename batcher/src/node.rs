@@ -9,7 +9,7 @@ use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
 use pktvec_graph::builtin::copy_into_buffers;
 use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Next, Node, NodeKind};
 use pktvec_packet::wire::{parse_l2, EtherType};
-use pktvec_packet::{BufferPool, MetaFlags};
+use pktvec_packet::{BufferMeta, BufferPool, MetaFlags};
 
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
 pub trait BurstSource: Send + 'static {
@@ -102,32 +102,48 @@ impl BurstSource for ReplaySource {
 /// A test checks this against `pktvec_nodes::ethernet::ethernet_input_one` on any bytes.
 #[inline(always)]
 pub fn strip_to_l3(pool: &mut BufferPool, bi: u32, fast: Option<FastL3>) -> Option<BatcherNext> {
-    let (next, l3) = match fast {
-        Some(FastL3::Ip4) => (BatcherNext::Ip4, 14),
-        Some(FastL3::Ip6) => (BatcherNext::Ip6, 14),
+    let next = match fast {
+        Some(FastL3::Ip4) => BatcherNext::Ip4,
+        Some(FastL3::Ip6) => BatcherNext::Ip6,
         Some(_) => return None,
-        None => strip_general(pool.data(bi))?,
+        None => return strip_general(pool, bi),
+    };
+    strip_untagged(pool.meta_mut(bi));
+    Some(next)
+}
+
+/// `ethernet_input_one`'s edit of an untagged frame of at least 34 bytes (the fast path
+/// checked), without recomputing the window.
+#[inline(always)]
+fn strip_untagged(m: &mut BufferMeta) {
+    let off = m.data_offset;
+    m.l2_offset = off;
+    m.l3_offset = off.wrapping_add(14);
+    m.data_offset = off.wrapping_add(14);
+    m.len -= 14;
+    m.flags
+        .insert(MetaFlags(MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0));
+}
+
+/// Tagged or unusual frames: `parse_l2` and the edit of `ethernet-input`'s general path.
+#[cold]
+#[inline(never)]
+fn strip_general(pool: &mut BufferPool, bi: u32) -> Option<BatcherNext> {
+    let l2 = parse_l2(pool.data(bi)).ok()?;
+    let next = match l2.ethertype {
+        EtherType::IPV4 => BatcherNext::Ip4,
+        EtherType::IPV6 => BatcherNext::Ip6,
+        _ => return None,
     };
     let mut p = pool.packet_mut(bi);
     let m = p.meta_mut();
     m.l2_offset = m.data_offset;
-    m.l3_offset = m.data_offset + l3;
+    m.l3_offset = m.data_offset + l2.l3_offset;
     m.flags
         .insert(MetaFlags(MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0));
-    // The fast path saw at least 34 bytes; `parse_l2` guarantees l3 <= len.
-    p.advance(l3 as usize).ok()?;
+    // `parse_l2` guarantees l3_offset <= len.
+    p.advance(l2.l3_offset as usize).ok()?;
     Some(next)
-}
-
-/// Tagged or unusual frames: `parse_l2`, as `ethernet-input` does.
-#[cold]
-fn strip_general(frame: &[u8]) -> Option<(BatcherNext, u16)> {
-    let l2 = parse_l2(frame).ok()?;
-    match l2.ethertype {
-        EtherType::IPV4 => Some((BatcherNext::Ip4, l2.l3_offset)),
-        EtherType::IPV6 => Some((BatcherNext::Ip6, l2.l3_offset)),
-        _ => None,
-    }
 }
 
 next_nodes! {
@@ -307,17 +323,26 @@ impl<S: BurstSource> Batcher<S> {
                 Some(f) => f.classify(pool.data(bi)),
                 None => None,
             };
-            let (path, l3) = match fc {
+            let (path, arc) = match fc {
                 Some(c) => {
                     let path = (c.path as usize).min(MAX_PATHS - 1);
                     let m = pool.meta_mut(bi);
                     m.path_id = path as u16;
                     m.flags.insert(MetaFlags::PATH_VALID);
-                    m.l2_offset = m.data_offset;
-                    if c.l3_offset != 0 {
-                        m.l3_offset = m.data_offset + c.l3_offset;
+                    let arc = match c.l3 {
+                        FastL3::Ip4 if direct => BatcherNext::Ip4,
+                        FastL3::Ip6 if direct => BatcherNext::Ip6,
+                        _ => BatcherNext::Out,
+                    };
+                    if arc != BatcherNext::Out {
+                        strip_untagged(m);
+                    } else {
+                        m.l2_offset = m.data_offset;
+                        if c.l3_offset != 0 {
+                            m.l3_offset = m.data_offset + c.l3_offset;
+                        }
                     }
-                    (path, Some(c.l3))
+                    (path, arc)
                 }
                 None => {
                     self.graph
@@ -334,13 +359,13 @@ impl<S: BurstSource> Batcher<S> {
                     if p.l4_offset != 0 {
                         m.l4_offset = m.data_offset + p.l4_offset;
                     }
-                    (path, None)
+                    let arc = if direct {
+                        strip_general(pool, bi).unwrap_or(BatcherNext::Out)
+                    } else {
+                        BatcherNext::Out
+                    };
+                    (path, arc)
                 }
-            };
-            let arc = if direct {
-                strip_to_l3(pool, bi, l3).map_or(BatcherNext::Out, |n| n)
-            } else {
-                BatcherNext::Out
             };
             self.cls.push(path as u16 | arc.index() << 8);
         }
