@@ -39,6 +39,14 @@ enum Table {
     Large,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Trigger {
+    /// Node shares of packets and cycles (insensitive to the machine's speed).
+    Profile,
+    /// Cycles per packet against the model's prediction.
+    Cycles,
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "calibrate the batching model on a forwarder, predict, measure and tune")]
 struct Cli {
@@ -83,6 +91,10 @@ struct Cli {
     /// Online: input vectors per tuner window.
     #[arg(long, default_value_t = 512)]
     window: u64,
+    /// Online: what starts an exploration: a change of the traffic profile (each node's
+    /// share of packets and cycles) or a drift of the absolute cycles per packet.
+    #[arg(long, value_enum, default_value_t = Trigger::Profile)]
+    trigger: Trigger,
     /// Online: rounds of the live schedule (the tuner and the fixed settings interleaved).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -162,6 +174,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 drift: cli.drift,
                 calib_windows: cli.reps,
                 rounds: cli.rounds,
+                profile: cli.trigger == Trigger::Profile,
             },
             cli.json,
         )?;

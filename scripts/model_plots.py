@@ -62,7 +62,7 @@ def cache_plot(doc, out_prefix):
 def online_plot(doc, out):
     ws = [w for w in doc['windows'] if w.get('round', 0) == 0]
     W, H, L, B, T = 860, 420, 70, 60, 40
-    o = svg_open(W, H, f"{doc['app']}: throughput per tuner window ({doc['window_vectors']} vectors), round 1, across traffic changes")
+    o = svg_open(W, H, f"{doc['app']}: throughput per tuner window ({doc['window_vectors']} vectors), round 1, trigger: {doc.get('trigger', 'cycles')}")
     ys = [w['mpps'] for w in ws]
     fixed = doc['fixed']
     best = [max(s['mpps'] for s in f['settings']) for f in fixed]
@@ -121,7 +121,8 @@ def main():
         cache_plot(json.load(open(a.cache)), os.path.join(os.path.dirname(a.cache), 'model-cache'))
     for f in a.online:
         d = json.load(open(f))
-        online_plot(d, os.path.join(os.path.dirname(f), f"model-online-{d['app']}.svg"))
+        suffix = '' if d.get('trigger', 'cycles') == 'profile' else '-cycles'
+        online_plot(d, os.path.join(os.path.dirname(f), f"model-online-{d['app']}{suffix}.svg"))
 
 
 if __name__ == '__main__':

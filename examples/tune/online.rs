@@ -155,7 +155,7 @@ fn build(l2: bool) -> Result<(Graph, [&'static str; 2]), Box<dyn std::error::Err
 }
 
 /// One measured window.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Window {
     /// Cycles of all nodes per input packet (what the model is calibrated on).
     node_cycles: f64,
@@ -165,6 +165,8 @@ struct Window {
     pps: f64,
     packets: u64,
     vectors: u64,
+    /// Each node's share of the input packets, then of the cycles: the traffic profile.
+    profile: Vec<f64>,
 }
 
 fn input_packets(rt: &RuntimeTable) -> (u64, u64) {
@@ -187,7 +189,14 @@ fn window(g: &mut Graph, vectors: u64) -> Window {
     let rt = g.runtime();
     let (packets, vecs) = input_packets(&rt);
     let node: u64 = rt.rows.iter().map(|r| r.cycles).sum();
+    let mut profile: Vec<f64> = rt
+        .rows
+        .iter()
+        .map(|r| r.packets as f64 / packets.max(1) as f64)
+        .collect();
+    profile.extend(rt.rows.iter().map(|r| r.cycles as f64 / node.max(1) as f64));
     Window {
+        profile,
         node_cycles: node as f64 / packets.max(1) as f64,
         cycles: (c1 - c0) as f64 / packets.max(1) as f64,
         pps: packets as f64 / secs.max(1e-9),
@@ -226,6 +235,9 @@ pub struct Options {
     pub calib_windows: usize,
     /// Rounds of the live schedule (tuner and fixed settings interleaved).
     pub rounds: usize,
+    /// Detect changes from the traffic profile (node shares of packets and cycles) instead
+    /// of the absolute cycles per packet.
+    pub profile: bool,
 }
 
 /// Runs the scenario; returns the JSON document and prints a summary unless `json`.
@@ -418,7 +430,8 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
     let doc = json!({
         "app": if o.l2 { "l2fwd" } else { "l3fwd" }, "phases": names,
         "window_vectors": o.window, "phase_windows": o.phase_windows, "drift": o.drift,
-        "rounds": o.rounds, "calibration": calib,
+        "rounds": o.rounds, "trigger": if o.profile { "profile" } else { "cycles" },
+        "calibration": calib,
         "initial": {"vector": initial.vector, "sub_batch": initial.sub_batch},
         "fixed": fixed.iter().enumerate().map(|(p, f)| json!({"phase": p, "settings": f.iter().map(|(s, pps, c)| json!({"vector": s.vector, "sub_batch": s.sub_batch, "mpps": pps / 1e6, "node_cycles_per_packet": c})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
         "segments": segments, "round_results": rounds, "windows": log,
@@ -516,7 +529,11 @@ fn schedule_run(
             pk_all += m.packets;
             t_all += secs;
             let exploring_before = tuner.exploring();
-            s = tuner.observe(m.node_cycles);
+            s = if o.profile {
+                tuner.observe_profile(m.node_cycles, &m.profile)
+            } else {
+                tuner.observe(m.node_cycles)
+            };
             if !exploring_before && tuner.exploring() {
                 explorations += 1;
                 explored = true;

@@ -31,6 +31,14 @@ pub struct TunerConfig {
     /// centre to be moved to (hysteresis: within the noise, stay).
     #[serde(default = "default_min_gain")]
     pub min_gain: f64,
+    /// For [`Tuner::observe_profile`]: L1 distance between a window's traffic profile and
+    /// the profile seen after the last decision that counts as a change.
+    #[serde(default = "default_profile_drift")]
+    pub profile_drift: f64,
+}
+
+fn default_profile_drift() -> f64 {
+    0.15
 }
 
 fn default_min_gain() -> f64 {
@@ -55,6 +63,7 @@ impl Default for TunerConfig {
             confirm_windows: default_confirm(),
             max_rounds: default_rounds(),
             min_gain: default_min_gain(),
+            profile_drift: default_profile_drift(),
         }
     }
 }
@@ -85,6 +94,7 @@ pub struct Tuner {
     round: usize,
     centre: Setting,
     windows: u64,
+    reference: Option<Vec<f64>>,
 }
 
 impl Tuner {
@@ -111,6 +121,7 @@ impl Tuner {
                 sub_batch: 16,
             },
             windows: 0,
+            reference: None,
         };
         t.current = t.best_predicted();
         t
@@ -316,11 +327,72 @@ impl Tuner {
             self.drifting = 0;
         }
         if self.drifting >= self.cfg.confirm_windows.max(1) {
+            self.start_exploration();
+        }
+        self.current
+    }
+
+    fn start_exploration(&mut self) {
+        self.drifting = 0;
+        self.round = 0;
+        let c = self.current;
+        self.round_around(c);
+        self.current = self.exploring.pop().expect("the current setting at least");
+    }
+
+    /// Like [`observe`](Self::observe), but a change is detected from a traffic *profile*
+    /// instead of the absolute cycles: any vector of shares that a slower or faster machine
+    /// leaves alone, e.g. each node's share of the packets and of the cycles (a new path mix
+    /// moves the packet shares, a table that outgrows the caches moves the lookup node's
+    /// cycle share). The first window after each decision sets the reference; `confirm_windows`
+    /// windows in a row farther than `profile_drift` (L1 distance) start an exploration,
+    /// which then runs as in `observe` on the cycles. On a machine whose speed drifts by
+    /// tens of percent, absolute cycles cannot tell a traffic change from the machine.
+    ///
+    /// ```
+    /// use pktvec_model::batching::{Compute, Node, Stall};
+    /// use pktvec_model::calibrate::Calibration;
+    /// use pktvec_model::tuner::{Tuner, TunerConfig};
+    /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0 } };
+    /// let mut t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
+    /// // The machine slows down 1.5× but the profile is the same: no exploration.
+    /// for _ in 0..5 { t.observe_profile(90.0, &[0.5, 0.5]); }
+    /// assert!(!t.exploring());
+    /// // The mix changes: half of the packets now take another node.
+    /// t.observe_profile(60.0, &[0.25, 0.75]);
+    /// t.observe_profile(60.0, &[0.25, 0.75]);
+    /// assert!(t.exploring());
+    /// ```
+    pub fn observe_profile(&mut self, cycles_per_packet: f64, profile: &[f64]) -> Setting {
+        self.windows += 1;
+        if self.exploring() {
+            self.windows -= 1; // counted by observe
+            let s = self.observe(cycles_per_packet);
+            if !self.exploring() {
+                self.reference = None;
+            }
+            return s;
+        }
+        let Some(r) = &self.reference else {
+            self.reference = Some(profile.to_vec());
             self.drifting = 0;
-            self.round = 0;
-            let c = self.current;
-            self.round_around(c);
-            self.current = self.exploring.pop().expect("the current setting at least");
+            return self.current;
+        };
+        let d: f64 = r
+            .iter()
+            .zip(profile)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f64>()
+            + r.len().abs_diff(profile.len()) as f64;
+        if d > self.cfg.profile_drift {
+            self.drifting += 1;
+        } else {
+            self.drifting = 0;
+        }
+        if self.drifting >= self.cfg.confirm_windows.max(1) {
+            self.reference = None;
+            self.start_exploration();
         }
         self.current
     }
