@@ -425,6 +425,10 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
             "initial_fixed_mpps": fixed_mpps.first().map(|f| f.1),
             "fixed_mpps": fixed_mpps.iter().map(|(c, m)| json!({"vector": c.vector, "sub_batch": c.sub_batch, "mpps": m})).collect::<Vec<_>>(),
             "tuner_vs_best_fixed": tuner_mpps.map(|t| t / best.1),
+            "best_fixed_mpps_during_transition": med(&|r: &Value| {
+                let k = contenders.iter().position(|c| *c == best.0)?;
+                r["fixed"][k]["segments"][seg]["mpps_during_tuner_transition"].as_f64()
+            }),
         }));
     }
     let doc = json!({
@@ -459,11 +463,14 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
         }
         for sgm in doc["segments"].as_array().into_iter().flatten() {
             println!(
-                "segment {} ({}): tuner {:.2} Mpps (until settled {:.2}, after {:.2}); best fixed V {} b {} {:.2}; initial fixed {:.2}; tuner/best {:.1}%; vectors until settled {} (windows {}), unsettled rounds {}, explorations {}",
+                "segment {} ({}): tuner {:.2} Mpps (until settled {:.2} vs best fixed {:.2} in the same windows, after {:.2}); best fixed V {} b {} {:.2}; initial fixed {:.2}; tuner/best {:.1}%; vectors until settled {} (windows {}), unsettled rounds {}, explorations {}",
                 sgm["segment"],
                 sgm["traffic"].as_str().unwrap_or(""),
                 sgm["tuner_mpps"].as_f64().unwrap_or(f64::NAN),
                 sgm["tuner_mpps_until_settled"].as_f64().unwrap_or(f64::NAN),
+                sgm["best_fixed_mpps_during_transition"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
                 sgm["tuner_mpps_after_settled"].as_f64().unwrap_or(f64::NAN),
                 sgm["best_fixed"]["vector"],
                 sgm["best_fixed"]["sub_batch"],
@@ -513,14 +520,19 @@ fn schedule_run(
         let (mut pk_after, mut t_after, mut pk_all, mut t_all) = (0u64, 0.0f64, 0u64, 0.0f64);
         let mut fixed_acc = vec![(0u64, 0.0f64); fixed.len()];
         let mut explorations = 0u64;
+        // Per window, each fixed contender's (packets, seconds).
+        let mut fixed_windows: Vec<Vec<(u64, f64)>> = Vec::new();
         for w in 0..o.phase_windows {
+            let mut this = Vec::new();
             for (k, &f) in fixed.iter().enumerate() {
                 apply(g, f);
                 window(g, o.window / 8 + 1);
                 let m = window(g, o.window);
                 fixed_acc[k].0 += m.packets;
                 fixed_acc[k].1 += m.packets as f64 / m.pps;
+                this.push((m.packets, m.packets as f64 / m.pps));
             }
+            fixed_windows.push(this);
             apply(g, s);
             window(g, o.window / 8 + 1);
             let m = window(g, o.window);
@@ -570,8 +582,20 @@ fn schedule_run(
             "mpps_after_settled": mpps(pk_after, t_after),
             "final_setting": {"vector": s.vector, "sub_batch": s.sub_batch},
         }));
+        // The same windows as the tuner's transition (until settled, or the whole segment).
+        let trans = match settled_at {
+            Some(0) => 2 * cfg_confirm(),
+            Some(w) => w,
+            None => o.phase_windows,
+        };
         for (k, acc) in fixed_acc.iter().enumerate() {
-            fixed_segments[k].push(json!({"segment": seg, "phase": p, "mpps": mpps(acc.0, acc.1)}));
+            let (pk, t) = fixed_windows[..trans.min(fixed_windows.len())]
+                .iter()
+                .fold((0u64, 0.0f64), |a, w| (a.0 + w[k].0, a.1 + w[k].1));
+            fixed_segments[k].push(
+                json!({"segment": seg, "phase": p, "mpps": mpps(acc.0, acc.1),
+                "mpps_during_tuner_transition": mpps(pk, t)}),
+            );
         }
     }
     (segments, fixed_segments)

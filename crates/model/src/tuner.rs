@@ -38,7 +38,7 @@ pub struct TunerConfig {
 }
 
 fn default_profile_drift() -> f64 {
-    0.15
+    0.3
 }
 
 fn default_min_gain() -> f64 {
