@@ -1,5 +1,8 @@
-//! IPv4 LPM lookups (`pktvec::lookup::ipv4::Lpm4`): a generated 1M-prefix table with a real
-//! BGP prefix-length distribution, and the real tier1 table (901,899 prefixes) when present;
+//! IPv4 LPM lookups (`pktvec::lookup::ipv4::Lpm4`): generated 1M-prefix tables with a real
+//! BGP prefix-length distribution (uniformly placed, `routes::generate_ipv4`, and clustered
+//! like a real table, `routes::generate_ipv4_clustered`), the real tier1 table (901,899
+//! prefixes) and the union of tier1 and the RIPE 2010 fib (1,069,869 real prefixes,
+//! `routes::union_prefixes`) when present;
 //! random destinations; single lookup, and vectors of 256 keys without and with prefetch
 //! (sub-batched, the staged `lookup_vector_raw` (AVX-512 where available) and its portable
 //! loop, and software-pipelined `lookup_vector_pipelined`), with the first level on
@@ -22,12 +25,27 @@ use std::time::Duration;
 const VEC: usize = 256;
 const N_KEYS: usize = 1 << 20;
 const TIER1: &str = "/work/shared/data/routes/tier1-fulltable-ipv4.txt.xz";
+const RIPE: &str = "/work/shared/data/routes/ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz";
 
 fn tables() -> Vec<(&'static str, Vec<Route4>)> {
-    let mut t = vec![("gen-1M", routes::generate_ipv4(1_000_000, 1))];
-    match routes::load_ipv4_file(TIER1) {
-        Ok(r) => t.push(("tier1-902k", r)),
-        Err(e) => eprintln!("note: tier1 table skipped: {e}"),
+    let mut t = vec![
+        ("gen-1M", routes::generate_ipv4(1_000_000, 1)),
+        (
+            "clustered-1M",
+            routes::generate_ipv4_clustered(1_000_000, 1),
+        ),
+    ];
+    match (routes::load_ipv4_file(TIER1), routes::load_ipv4_file(RIPE)) {
+        (Ok(tier1), Ok(ripe)) => {
+            let union = routes::union_prefixes(&[&tier1, &ripe]);
+            t.push(("tier1-902k", tier1));
+            t.push(("union-1070k", union));
+        }
+        (Ok(tier1), Err(e)) => {
+            eprintln!("note: union table skipped: {e}");
+            t.push(("tier1-902k", tier1));
+        }
+        (Err(e), _) => eprintln!("note: tier1 and union tables skipped: {e}"),
     }
     t
 }

@@ -12,7 +12,12 @@
 //! destinations, default 1,048,576), `--reps N` (passes per method; the best is reported,
 //! default 5), `--rounds N` (repeat the pktvec passes and the rte_lpm run N times per table,
 //! alternating, and report each method's best over all rounds; default 1),
-//! `--tables gen,tier1` (which tables), `--dpdk` (build and run
+//! `--tables gen,tier1` (which tables, comma-separated: `gen` = `routes::generate_ipv4`,
+//! uniform placement; `clustered` = `routes::generate_ipv4_clustered`, both with `--routes`
+//! prefixes and seed 1; `tier1` = the tier1 dump; `union` = `routes::union_prefixes` of the
+//! tier1 dump and the RIPE 2010 fib, 1,069,869 real prefixes, next hop = index in the
+//! sorted union; or a route file's path), `--stats-only` (print each table's size, read
+//! path and /18-quarter runs, time nothing), `--dpdk` (build and run
 //! `benches/dpdk/lpm4_bench.c` against the files written to `--dir`, default /tmp, with the
 //! EAL on `--no-huge -m 2048` as the issue prescribes), `--dpdk-huge` (also run it with 1 GiB
 //! of 2 MiB hugetlbfs pages; needs `nr_hugepages` reserved and hugetlbfs mounted).
@@ -33,6 +38,7 @@ use std::process::Command;
 
 const VEC: usize = 256;
 const TIER1: &str = "/work/shared/data/routes/tier1-fulltable-ipv4.txt.xz";
+const RIPE: &str = "/work/shared/data/routes/ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz";
 
 #[derive(Serialize, Clone, Debug)]
 struct Row {
@@ -64,6 +70,10 @@ struct TableInfo {
     rte_lpm_bytes_per_route: Option<f64>,
     rte_lpm_tbl8s: u32,
     build_ms: f64,
+    /// pktvec's read path (directory + records), bytes.
+    read_path_bytes: usize,
+    /// /18 quarters of the table (`routes::ipv4_quarter_stats`).
+    quarters: routes::Ipv4QuarterStats,
     /// Growth of this process's AnonHugePages (KiB) while building the THP-advised table.
     thp_kib: Option<u64>,
 }
@@ -339,12 +349,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = value("--reps").map_or(Ok(5), |s| s.parse())?;
     let rounds: usize = value("--rounds").map_or(Ok(1), |s| s.parse())?.max(1);
     let tables = value("--tables").unwrap_or_else(|| "gen,tier1".into());
+    let stats_only = flag("--stats-only");
     let dir = PathBuf::from(value("--dir").unwrap_or_else(|| "/tmp".into()));
     let dpdk = flag("--dpdk") || flag("--dpdk-huge");
     let dpdk_huge = flag("--dpdk-huge");
     let tbl8s: u32 = 65_536;
     let hz = clock::tsc_hz();
-    let harness = if dpdk {
+    let harness = if dpdk && !stats_only {
         Some(build_harness(&dir)?)
     } else {
         None
@@ -369,12 +380,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 format!("generated {n_routes}"),
                 routes::generate_ipv4(n_routes, 1),
             ),
+            "clustered" => (
+                format!("clustered {n_routes}"),
+                routes::generate_ipv4_clustered(n_routes, 1),
+            ),
             "tier1" => {
                 if !Path::new(TIER1).exists() {
                     eprintln!("note: {TIER1} not present, skipping");
                     continue;
                 }
                 ("tier1 real".to_string(), routes::load_ipv4_file(TIER1)?)
+            }
+            "union" => {
+                if !Path::new(TIER1).exists() || !Path::new(RIPE).exists() {
+                    eprintln!("note: {TIER1} or {RIPE} not present, skipping");
+                    continue;
+                }
+                let a = routes::load_ipv4_file(TIER1)?;
+                let b = routes::load_ipv4_file(RIPE)?;
+                (
+                    "union tier1+ripe".to_string(),
+                    routes::union_prefixes(&[&a, &b]),
+                )
             }
             path => (path.to_string(), routes::load_ipv4_file(path)?),
         };
@@ -386,6 +413,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..r
             })
             .collect();
+        let quarters = routes::ipv4_quarter_stats(&table_routes);
         let thp0 = mem::anon_huge_pages_kib();
         let t0 = std::time::Instant::now();
         let lpm = Lpm4::from_routes(Lpm4Config::default(), &table_routes)?;
@@ -393,6 +421,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let thp_kib = thp0
             .zip(mem::anon_huge_pages_kib())
             .map(|(a, b)| b.saturating_sub(a));
+        eprintln!(
+            "{name}: {} routes; /18 quarters: {} single-run ({:.1}%), {} multi-run, {:.2} runs per multi-run quarter; read path {:.2} MiB",
+            lpm.len(),
+            quarters.single_run,
+            100.0 * quarters.single_run_share(),
+            quarters.multi_run,
+            (quarters.runs - u64::from(quarters.single_run)) as f64 / quarters.multi_run.max(1) as f64,
+            lpm.read_path_bytes() as f64 / 1048576.0,
+        );
+        if stats_only {
+            continue;
+        }
         let lpm_4k = Lpm4::from_routes(
             Lpm4Config {
                 huge_pages: false,
@@ -479,6 +519,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rte_lpm_tbl8s: tbl8s,
             build_ms,
             thp_kib,
+            read_path_bytes: lpm.read_path_bytes(),
+            quarters,
         });
     }
     print_report(&report);
@@ -502,13 +544,15 @@ fn print_report(r: &Report) {
     for t in &r.tables {
         println!();
         println!(
-            "{}: {} routes, {} random keys, {} groups; memory pktvec {:.1} MiB ({:.1} B/route){}",
+            "{}: {} routes, {} random keys, {} groups; /18 quarters single-run {:.1}%; memory pktvec {:.1} MiB ({:.1} B/route, read path {:.2} MiB){}",
             t.table,
             t.routes,
             t.keys,
             t.groups,
+            100.0 * t.quarters.single_run_share(),
             t.pktvec_bytes as f64 / 1048576.0,
             t.pktvec_bytes_per_route,
+            t.read_path_bytes as f64 / 1048576.0,
             t.rte_lpm_bytes.map_or(String::new(), |b| format!(
                 ", rte_lpm {:.1} MiB ({:.1} B/route, {} tbl8s)",
                 b as f64 / 1048576.0,
@@ -541,7 +585,9 @@ fn print_report(r: &Report) {
 
 fn plot(r: &Report, path: &str) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (1300, 760)).into_drawing_area();
+    // one 650-pixel panel per table
+    let width = 650 * r.tables.len().max(2) as u32;
+    let root = SVGBackend::new(path, (width, 760)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((1, r.tables.len().max(1)));
     for (t, area) in r.tables.iter().zip(panels.iter()) {

@@ -246,3 +246,169 @@ proptest! {
         prop_assert_eq!(parse_ipv4(&r.to_string()).unwrap(), vec![r]);
     }
 }
+
+#[test]
+fn clustered_generator_is_deterministic_distinct_and_realistic() {
+    let a = generate_ipv4_clustered(200_000, 11);
+    assert_eq!(a.len(), 200_000);
+    assert_eq!(a, generate_ipv4_clustered(200_000, 11));
+    assert_ne!(a[..1000], generate_ipv4_clustered(200_000, 12)[..1000]);
+    let set: HashSet<(Ipv4Addr, u8)> = a.iter().map(|r| (r.addr, r.len)).collect();
+    assert_eq!(set.len(), a.len(), "prefixes must be distinct");
+    assert!(a.iter().all(|r| r.masked() == *r && r.next_hop < (1 << 24)));
+    let total: u32 = IPV4_BGP_LENGTH_HISTOGRAM.iter().map(|h| h.1).sum();
+    for &(len, c) in IPV4_BGP_LENGTH_HISTOGRAM {
+        let expect = c as f64 / total as f64 * a.len() as f64;
+        let got = a.iter().filter(|r| r.len == len).count() as f64;
+        if expect > 1000.0 {
+            assert!(
+                (got - expect).abs() < expect * 0.05,
+                "/{len}: got {got}, expected ~{expect}"
+            );
+        }
+    }
+    // nothing in /8s the real table leaves empty (0/8, 10/8, 127/8, 224/3)
+    for r in &a {
+        let o8 = r.addr.octets()[0] as usize;
+        assert!(IPV4_BGP_PER_SLASH8[o8] > 0, "{r} in an empty /8");
+    }
+    // clustered: far more single-run /18 quarters than uniform placement
+    let c = ipv4_quarter_stats(&a);
+    let u = ipv4_quarter_stats(&generate_ipv4(200_000, 11));
+    assert!(
+        c.multi_run * 2 < u.multi_run,
+        "clustered {c:?} vs uniform {u:?}"
+    );
+    assert!(generate_ipv4_clustered(0, 1).is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any size and seed: exactly `n` distinct, canonical prefixes of the histogram's
+    /// lengths, with 24-bit next hops, the same for the same seed.
+    #[test]
+    fn clustered_generator_exact_distinct_valid(n in 0usize..4000, seed in any::<u64>()) {
+        let a = generate_ipv4_clustered(n, seed);
+        prop_assert_eq!(a.len(), n);
+        let set: HashSet<(Ipv4Addr, u8)> = a.iter().map(|r| (r.addr, r.len)).collect();
+        prop_assert_eq!(set.len(), n);
+        for r in &a {
+            prop_assert_eq!(r.masked(), *r);
+            prop_assert!(r.next_hop < (1 << 24));
+            prop_assert!(IPV4_BGP_LENGTH_HISTOGRAM.iter().any(|h| h.0 == r.len));
+        }
+        prop_assert_eq!(&a, &generate_ipv4_clustered(n, seed));
+    }
+
+    /// The quarter statistics agree with a slot-by-slot longest-prefix match: only quarters
+    /// holding a route longer than /18 can hold several runs; those are computed by brute
+    /// force, every other quarter is one run.
+    #[test]
+    fn quarter_stats_match_reference(n in 0usize..300, seed in any::<u64>(), uniform in any::<bool>()) {
+        let routes = if uniform { generate_ipv4(n, seed) } else { generate_ipv4_clustered(n, seed) };
+        let s = ipv4_quarter_stats(&routes);
+        let answer = |slot: u32| -> u64 {
+            if routes.iter().any(|r| r.len > 24 && (u32::from(r.addr) >> 8) == slot) {
+                return (1 << 40) | u64::from(slot);
+            }
+            let key = Ipv4Addr::from(slot << 8);
+            // the longest covering route of length <= 24; the last duplicate wins
+            routes
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.len <= 24 && r.contains(key))
+                .max_by_key(|(i, r)| (r.len, *i))
+                .map_or(0, |(_, r)| 1 + u64::from(r.next_hop & 0xff_ffff))
+        };
+        let mut split: Vec<u32> = routes
+            .iter()
+            .filter(|r| r.len > 18)
+            .map(|r| u32::from(r.addr) >> 14)
+            .collect();
+        split.sort_unstable();
+        split.dedup();
+        let (mut multi, mut runs) = (0u32, u64::from(s.quarters) - split.len() as u64);
+        for q in &split {
+            let v: Vec<u64> = (0..64).map(|i| answer((q << 6) | i)).collect();
+            let r = 1 + v.windows(2).filter(|w| w[0] != w[1]).count() as u64;
+            runs += r;
+            multi += u32::from(r > 1);
+        }
+        prop_assert_eq!(s.quarters, 1 << 18);
+        prop_assert_eq!(s.multi_run, multi);
+        prop_assert_eq!(s.single_run, s.quarters - multi);
+        prop_assert_eq!(s.runs, runs);
+    }
+}
+
+/// The clustered generator's constants are what the tier1 file gives (skipped without it).
+#[test]
+fn clustered_model_constants_match_tier1() {
+    let p = Path::new(DATA).join("tier1-fulltable-ipv4.txt.xz");
+    if !p.exists() {
+        eprintln!("skipping: {} not present", p.display());
+        return;
+    }
+    let t = load_ipv4_file(&p).unwrap();
+    let set: HashSet<(u32, u8)> = t.iter().map(|r| (u32::from(r.addr), r.len)).collect();
+    let mask = |l: u8| if l == 0 { 0 } else { u32::MAX << (32 - l) };
+    let mut per8 = [0u32; 256];
+    let mut covered = std::collections::BTreeMap::<u8, u32>::new();
+    let mut gaps = std::collections::BTreeMap::<u8, u32>::new();
+    for r in &t {
+        let a = u32::from(r.addr);
+        per8[(a >> 24) as usize] += 1;
+        let c = covered.entry(r.len).or_default();
+        if let Some(pl) = (0..r.len)
+            .rev()
+            .find(|&pl| set.contains(&(a & mask(pl), pl)))
+        {
+            *c += 1;
+            *gaps.entry(r.len - pl).or_default() += 1;
+        }
+    }
+    assert_eq!(per8, IPV4_BGP_PER_SLASH8);
+    assert_eq!(covered.into_iter().collect::<Vec<_>>(), IPV4_BGP_COVERED);
+    assert_eq!(
+        gaps.into_iter().collect::<Vec<_>>(),
+        IPV4_BGP_COVER_GAP_HISTOGRAM
+    );
+    let mut sorted: Vec<(u32, u8)> = set.into_iter().collect();
+    sorted.sort_unstable();
+    let shared = |a: (u32, u8), b: (u32, u8)| ((a.0 ^ b.0).leading_zeros() as u8).min(a.1).min(b.1);
+    let mut nb = std::collections::BTreeMap::<u8, u32>::new();
+    for i in 0..sorted.len() {
+        let prev = i.checked_sub(1).map(|j| shared(sorted[i], sorted[j]));
+        let next = sorted.get(i + 1).map(|&b| shared(sorted[i], b));
+        *nb.entry(prev.max(next).unwrap_or(0)).or_default() += 1;
+    }
+    assert_eq!(
+        nb.into_iter().collect::<Vec<_>>(),
+        IPV4_BGP_NEIGHBOUR_BITS_HISTOGRAM
+    );
+}
+
+/// The union of the two real IPv4 tables and the quarter statistics of the real and the
+/// generated tables (skipped without the files).
+#[test]
+fn union_of_real_tables_and_quarter_stats() {
+    let p1 = Path::new(DATA).join("tier1-fulltable-ipv4.txt.xz");
+    let p2 = Path::new(DATA).join("ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz");
+    if !p1.exists() || !p2.exists() {
+        eprintln!("skipping: route files not present");
+        return;
+    }
+    let a = load_ipv4_file(&p1).unwrap();
+    let b = load_ipv4_file(&p2).unwrap();
+    let u = union_prefixes(&[&a, &b]);
+    assert_eq!(u.len(), 1_069_869);
+    assert!(u
+        .windows(2)
+        .all(|w| (w[0].addr, w[0].len) < (w[1].addr, w[1].len)));
+    assert!(u.iter().enumerate().all(|(i, r)| r.next_hop == i as u32));
+    let all: HashSet<(Ipv4Addr, u8)> = a.iter().chain(&b).map(|r| (r.addr, r.len)).collect();
+    assert_eq!(all.len(), u.len());
+    let s = ipv4_quarter_stats(&a);
+    assert_eq!((s.single_run, s.multi_run), (197_155, 64_989));
+}
