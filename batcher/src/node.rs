@@ -204,6 +204,8 @@ pub struct Batcher<S: BurstSource> {
     cls: Vec<u16>,
     drops: Vec<u32>,
     parsed: Box<Parsed>,
+    /// Bits of the IPv4 and IPv6 header types in the protocol graph.
+    ip_headers: u32,
     deadline_cycles: u64,
     tsc_hz: f64,
 }
@@ -225,6 +227,10 @@ impl<S: BurstSource> Batcher<S> {
         table: SharedPathTable,
     ) -> Self {
         let tsc_hz = clock::tsc_hz();
+        let ip_headers = ["ipv4", "ipv6"]
+            .iter()
+            .filter_map(|h| graph.header(h))
+            .fold(0, |a, h| a | 1 << h);
         let mut b = Batcher {
             src,
             graph,
@@ -234,6 +240,7 @@ impl<S: BurstSource> Batcher<S> {
             cls: Vec::with_capacity(4096),
             drops: Vec::with_capacity(4096),
             parsed: Box::default(),
+            ip_headers,
             deadline_cycles: (cfg.flush_deadline_us * 1e-6 * tsc_hz) as u64,
             tsc_hz,
             cfg,
@@ -359,7 +366,11 @@ impl<S: BurstSource> Batcher<S> {
                     if p.l4_offset != 0 {
                         m.l4_offset = m.data_offset + p.l4_offset;
                     }
-                    let arc = if direct {
+                    // Tagged IP frames go direct too (their path's vectors stay whole);
+                    // truncated or non-IP ones (mice, sharing a queue) keep to `Out`, so
+                    // their queue's vectors do not split between arcs.
+                    let ip = !p.truncated && p.headers & self.ip_headers != 0;
+                    let arc = if direct && ip {
                         strip_general(pool, bi).unwrap_or(BatcherNext::Out)
                     } else {
                         BatcherNext::Out
