@@ -9,11 +9,15 @@
 //!   Θ(B, b) = Δcompute(B) + Δstall(b)/b with Δcompute(B) = Δshared/B + Δnecessary and
 //!   Δstall/B = Δfetch − Δhide/B, and throughput = min(c, f_mem, f_dma).
 //! * [`ppb`]: seed `001_*` eq. 1–5: O_node = s·B_i + I + D, I = ⌈P/L⌉·A_M·W,
-//!   D = k·⌈64/L⌉·A_M·W, O_vec, O_total; expected paths per vector for a traffic mix.
+//!   D = k·⌈64/L⌉·A_M·W, O_vec, O_total; expected paths per vector for a traffic mix; I1
+//!   and D1 misses per packet with and without the path batcher
+//!   ([`ppb::misses_per_packet`]).
 //! * [`calibrate`]: least-squares fits of those parameters from (vector size, sub-batch,
-//!   cycles per packet) measurements, serde-storable.
-//! * [`tuner`]: picks (B, b) from a calibration, and re-decides online from live cycles
-//!   per packet with bounded exploration.
+//!   cycles per packet) measurements, and of the miss parameters from cachegrind
+//!   figures, serde-storable.
+//! * [`tuner`]: picks (B, b) from a calibration, and re-decides online with bounded
+//!   exploration when live cycles per packet drift from the prediction or the traffic
+//!   profile (node shares of packets and cycles) changes.
 //!
 //! ```
 //! use pktvec_model::batching::{Compute, Stall, Node};
