@@ -571,6 +571,7 @@ fn schedule_run(
                 "sub_batch": was.sub_batch, "exploring": exploring_before,
                 "node_cycles_per_packet": m.node_cycles, "cycles_per_packet": m.cycles,
                 "mpps": m.pps / 1e6, "packets": m.packets, "vectors": m.vectors,
+                "profile": m.profile,
             }));
         }
         segments.push(json!({

@@ -38,7 +38,7 @@ pub struct TunerConfig {
 }
 
 fn default_profile_drift() -> f64 {
-    0.3
+    0.15
 }
 
 fn default_min_gain() -> f64 {
