@@ -35,6 +35,14 @@ pub struct TunerConfig {
     /// the profile seen after the last decision that counts as a change.
     #[serde(default = "default_profile_drift")]
     pub profile_drift: f64,
+    /// For [`Tuner::observe_profile`]: windows averaged into the reference profile and
+    /// into the recent profile it is compared with (averaging divides the per-window noise).
+    #[serde(default = "default_profile_windows")]
+    pub profile_windows: usize,
+}
+
+fn default_profile_windows() -> usize {
+    4
 }
 
 fn default_profile_drift() -> f64 {
@@ -64,6 +72,7 @@ impl Default for TunerConfig {
             max_rounds: default_rounds(),
             min_gain: default_min_gain(),
             profile_drift: default_profile_drift(),
+            profile_windows: default_profile_windows(),
         }
     }
 }
@@ -95,6 +104,9 @@ pub struct Tuner {
     centre: Setting,
     windows: u64,
     reference: Option<Vec<f64>>,
+    ref_windows: Vec<Vec<f64>>,
+    recent: std::collections::VecDeque<Vec<f64>>,
+    skip_next: bool,
 }
 
 impl Tuner {
@@ -122,6 +134,9 @@ impl Tuner {
             },
             windows: 0,
             reference: None,
+            ref_windows: Vec::new(),
+            recent: std::collections::VecDeque::new(),
+            skip_next: false,
         };
         t.current = t.best_predicted();
         t
@@ -344,10 +359,12 @@ impl Tuner {
     /// instead of the absolute cycles: any vector of shares that a slower or faster machine
     /// leaves alone, e.g. each node's share of the packets and of the cycles (a new path mix
     /// moves the packet shares, a table that outgrows the caches moves the lookup node's
-    /// cycle share). The first window after each decision sets the reference; `confirm_windows`
-    /// windows in a row farther than `profile_drift` (L1 distance) start an exploration,
-    /// which then runs as in `observe` on the cycles. On a machine whose speed drifts by
-    /// tens of percent, absolute cycles cannot tell a traffic change from the machine.
+    /// cycle share). After each decision, one window is skipped (the switch's transient) and
+    /// the mean of the next `profile_windows` windows is the reference; then the mean of the
+    /// last `profile_windows` windows farther than `profile_drift` (L1 distance) from it
+    /// starts an exploration, which runs as in `observe` on the cycles. On a machine whose
+    /// speed drifts by tens of percent, absolute cycles cannot tell a traffic change from
+    /// the machine.
     ///
     /// ```
     /// use pktvec_model::batching::{Compute, Node, Stall};
@@ -360,38 +377,62 @@ impl Tuner {
     /// for _ in 0..5 { t.observe_profile(90.0, &[0.5, 0.5]); }
     /// assert!(!t.exploring());
     /// // The mix changes: half of the packets now take another node.
-    /// t.observe_profile(60.0, &[0.25, 0.75]);
-    /// t.observe_profile(60.0, &[0.25, 0.75]);
+    /// for _ in 0..4 { t.observe_profile(60.0, &[0.25, 0.75]); }
     /// assert!(t.exploring());
     /// ```
     pub fn observe_profile(&mut self, cycles_per_packet: f64, profile: &[f64]) -> Setting {
-        self.windows += 1;
         if self.exploring() {
-            self.windows -= 1; // counted by observe
             let s = self.observe(cycles_per_packet);
             if !self.exploring() {
                 self.reference = None;
+                self.ref_windows.clear();
+                self.recent.clear();
+                self.skip_next = true;
             }
             return s;
         }
+        self.windows += 1;
+        if self.skip_next {
+            self.skip_next = false;
+            return self.current;
+        }
+        let n = self.cfg.profile_windows.max(1);
+        let mean = |xs: &mut dyn Iterator<Item = &Vec<f64>>| -> Vec<f64> {
+            let mut m: Vec<f64> = Vec::new();
+            let mut k: f64 = 0.0;
+            for x in xs {
+                if m.len() < x.len() {
+                    m.resize(x.len(), 0.0);
+                }
+                for (a, b) in m.iter_mut().zip(x) {
+                    *a += b;
+                }
+                k += 1.0;
+            }
+            m.iter_mut().for_each(|a| *a /= k.max(1.0));
+            m
+        };
         let Some(r) = &self.reference else {
-            self.reference = Some(profile.to_vec());
-            self.drifting = 0;
+            self.ref_windows.push(profile.to_vec());
+            if self.ref_windows.len() >= n {
+                self.reference = Some(mean(&mut self.ref_windows.iter()));
+                self.ref_windows.clear();
+            }
             return self.current;
         };
-        let d: f64 = r
-            .iter()
-            .zip(profile)
-            .map(|(a, b)| (a - b).abs())
-            .sum::<f64>()
-            + r.len().abs_diff(profile.len()) as f64;
-        if d > self.cfg.profile_drift {
-            self.drifting += 1;
-        } else {
-            self.drifting = 0;
+        self.recent.push_back(profile.to_vec());
+        if self.recent.len() > n {
+            self.recent.pop_front();
         }
-        if self.drifting >= self.cfg.confirm_windows.max(1) {
+        if self.recent.len() < n {
+            return self.current;
+        }
+        let cur = mean(&mut self.recent.iter());
+        let d: f64 = r.iter().zip(&cur).map(|(a, b)| (a - b).abs()).sum::<f64>()
+            + r.len().abs_diff(cur.len()) as f64;
+        if d > self.cfg.profile_drift {
             self.reference = None;
+            self.recent.clear();
             self.start_exploration();
         }
         self.current
