@@ -420,18 +420,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             best.3,
             100.0 * quality
         );
-        println!(
-            "model alone: V {}, b {}: {:.1} cycles/packet, quality {:.1}%; confirmed among the top {}: {:?}",
-            model_choice.vector,
-            model_choice.sub_batch,
-            model_row.3,
-            100.0 * model_quality,
-            confirmed.len(),
-            confirmed
-                .iter()
-                .map(|(s, c)| format!("V {} b {}: {:.1}", s.vector, s.sub_batch, c))
-                .collect::<Vec<_>>()
-        );
+        if !confirmed.is_empty() {
+            println!(
+                "model alone: V {}, b {}: {:.1} cycles/packet, quality {:.1}%; confirmed among the top {}: {:?}",
+                model_choice.vector,
+                model_choice.sub_batch,
+                model_row.3,
+                100.0 * model_quality,
+                confirmed.len(),
+                confirmed
+                    .iter()
+                    .map(|(s, c)| format!("V {} b {}: {:.1}", s.vector, s.sub_batch, c))
+                    .collect::<Vec<_>>()
+            );
+        }
     }
     Ok(())
 }
