@@ -59,6 +59,10 @@ struct Cli {
     /// IPv4/IPv6 vectors at ip4-input/ip6-input, doing ethernet-input's work itself).
     #[arg(long)]
     no_direct: bool,
+    /// Also time the run in chunks of this many packets and report the median and the
+    /// lowest chunk's cycles per packet (robust to other processes on a shared machine).
+    #[arg(long, default_value_t = 250_000)]
+    chunk: u64,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
@@ -111,9 +115,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (t0, c0) = (Instant::now(), clock::now());
     let mut last = Instant::now();
     let mut done = 0u64;
+    let mut chunks: Vec<f64> = Vec::new();
+    let (mut chunk_c0, mut chunk_n0) = (c0, 0u64);
     loop {
         let n = g.run_once();
         done += n;
+        if cli.chunk > 0 && done - chunk_n0 >= cli.chunk {
+            let c = clock::now();
+            chunks.push((c - chunk_c0) as f64 / (done - chunk_n0) as f64);
+            (chunk_c0, chunk_n0) = (c, done);
+        }
         if n == 0 && g.conservation().in_flight == 0 {
             break;
         }
@@ -130,13 +141,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .stats();
     let c = g.conservation();
     let cpp = cycles as f64 / done.max(1) as f64;
+    // The first chunk includes warm-up; leave it out when there are others.
+    let mut steady: Vec<f64> = chunks
+        .iter()
+        .skip((chunks.len() > 1) as usize)
+        .copied()
+        .collect();
+    steady.sort_by(f64::total_cmp);
+    let chunk_median = steady.get(steady.len() / 2).copied().unwrap_or(cpp);
+    let chunk_min = steady.first().copied().unwrap_or(cpp);
     if cli.json {
         println!(
             "{}",
             serde_json::json!({
                 "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch,
                 "vector_size": cli.vector_size, "direct": !cli.no_direct, "packets": done, "seconds": secs,
-                "cycles_per_packet": cpp, "mpps": done as f64 / secs / 1e6,
+                "cycles_per_packet": cpp, "chunk_cycles_median": chunk_median,
+                "chunk_cycles_min": chunk_min, "mpps": done as f64 / secs / 1e6,
                 "runtime": g.runtime(), "batcher": st, "conservation": c,
             })
         );
@@ -159,8 +180,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .collect::<Vec<_>>()
         );
         println!(
-            "ppb: {done} packets in {secs:.3} s: {:.2} Mpps, {cpp:.1} cycles/packet end to end",
-            done as f64 / secs / 1e6
+            "ppb: {done} packets in {secs:.3} s: {:.2} Mpps, {cpp:.1} cycles/packet end to end \
+             (chunks of {}: median {chunk_median:.1}, lowest {chunk_min:.1})",
+            done as f64 / secs / 1e6,
+            cli.chunk
         );
         println!("conservation: {c}");
     }
