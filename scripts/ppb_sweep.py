@@ -60,7 +60,7 @@ def main():
     ap.add_argument('--svg-prefix', default='docs/results/batcher')
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('-n', type=int, default=4_000_000)
-    ap.add_argument('--only', choices=['cachegrind', 'native'],
+    ap.add_argument('--only', choices=['cachegrind', 'native', 'focus'],
                     help='run one half and merge it into the existing --json file')
     ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
                     help='cachegrind: only these batch sizes (merged into the existing --json file)')
@@ -69,6 +69,21 @@ def main():
     if a.only and os.path.exists(a.json):
         res.update(json.load(open(a.json)))
     # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
+    if a.only == 'focus':
+        # Off vs on, interleaved, each run timed whole and in chunks (median and lowest
+        # chunk: robust to other processes on a shared machine).
+        cfgs = {'off': ['--batch', '0'], '128': ['--batch', '128'], '256': ['--batch', '256'],
+                '128-nodirect': ['--batch', '128', '--no-direct']}
+        foc = {t: {c: [] for c in cfgs} for t in ('single', 'alternating', 'realistic')}
+        for rep in range(a.reps):
+            for t in foc:
+                for c, args in cfgs.items():
+                    j = ppb(a.target, ['--traffic', t, '-n', str(a.n)] + args)
+                    foc[t][c].append([j['cycles_per_packet'], j['chunk_cycles_median'], j['chunk_cycles_min']])
+                    print(rep, t, c, foc[t][c][-1], flush=True)
+        res['focus'] = foc
+        json.dump(res, open(a.json, 'w'), indent=1)
+        return
     if a.only != 'native':
         old = res['cachegrind'] if a.batches != BATCHES else {}
         res['cachegrind'] = {}
