@@ -192,6 +192,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // The graph, built once; settings change between runs.
     let mut b = GraphBuilder::new(GraphConfig::default());
+    // Bytes of the lookup table the packets read (l3fwd: the IPv4 FIB's read path; l2fwd:
+    // the MAC table's buckets), for the tuner's cache-resident rule (≤ the probed LLC).
+    let table_bytes;
     let (src, entry, tx) = match cli.app {
         App::L3fwd => {
             let app = L3fwd::new(L3fwdConfig {
@@ -210,6 +213,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
             .build()?;
             let tx = app.add_to(&mut b).output_to_tx.to;
+            table_bytes = app.fib4().read_path_bytes();
             (
                 GeneratorSource::new(gen).pregenerate(65536),
                 app.entry(),
@@ -232,6 +236,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ))?)
             .build()?;
             let tx = app.add_to(&mut b).output_to_tx.to;
+            table_bytes = app.fib().read().memory_bytes();
             (
                 GeneratorSource::new(gen).pregenerate(65536),
                 app.entry(),
@@ -239,6 +244,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
     };
+    let table_fits_cache = machine.llc > 0 && table_bytes <= machine.llc;
+    if !cli.json {
+        eprintln!(
+            "table: {table_bytes} bytes, LLC {} bytes: fits: {table_fits_cache}",
+            machine.llc
+        );
+    }
     b.add("input", src)
         .set_next("input", GeneratorNext::Out, entry);
     b.add(&tx, NullSink);
@@ -333,11 +345,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         TunerConfig {
             vectors: VECTORS.to_vec(),
             sub_batches: SUB_BATCHES.to_vec(),
+            table_fits_cache: Some(table_fits_cache),
             ..TunerConfig::default()
         },
         calib.clone(),
     );
     let model_choice = tuner.setting();
+    // The model's unrestricted choice (no cache-resident cap): what Δsub alone picks.
+    let free_choice = Tuner::new(
+        TunerConfig {
+            vectors: VECTORS.to_vec(),
+            sub_batches: SUB_BATCHES.to_vec(),
+            resident_max_sub_batch: usize::MAX,
+            resident_stall_share: 0.0,
+            ..TunerConfig::default()
+        },
+        calib.clone(),
+    )
+    .setting();
     // Confirmation: the top-k predicted settings measured afresh (reps interleaved,
     // medians), the best measured kept. These runs are separate from the grid's, which
     // judges the choice below.
@@ -375,6 +400,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find(|r| r.0 == model_choice.vector && r.1 == model_choice.sub_batch)
         .expect("the tuner picks from the grid");
     let model_quality = best.3 / model_row.3;
+    let free_row = rows
+        .iter()
+        .find(|r| r.0 == free_choice.vector && r.1 == free_choice.sub_batch)
+        .expect("the tuner picks from the grid");
     if cli.json {
         println!(
             "{}",
@@ -388,6 +417,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "best": {"vector": best.0, "sub_batch": best.1, "measured": best.3},
                 "tuner_quality": quality,
                 "model_choice": {"vector": model_choice.vector, "sub_batch": model_choice.sub_batch, "measured": model_row.3, "quality": model_quality},
+                "table_bytes": table_bytes, "table_fits_cache": table_fits_cache,
+                "stall_share": tuner.stall_share(), "cache_resident": tuner.cache_resident(),
+                "model_unrestricted": {"vector": free_choice.vector, "sub_batch": free_choice.sub_batch, "measured": free_row.3, "quality": best.3 / free_row.3},
                 "confirmed": confirmed.iter().map(|(s, c)| serde_json::json!({"vector": s.vector, "sub_batch": s.sub_batch, "measured": c})).collect::<Vec<_>>(),
             })
         );
@@ -419,6 +451,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             best.1,
             best.3,
             100.0 * quality
+        );
+        println!(
+            "cache resident: {} (table fits LLC: {table_fits_cache}, hideable stall share {:.1}%); model without the cap: V {}, b {}: {:.1}, quality {:.1}%",
+            tuner.cache_resident(),
+            100.0 * tuner.stall_share(),
+            free_choice.vector,
+            free_choice.sub_batch,
+            free_row.3,
+            100.0 * best.3 / free_row.3
         );
         if !confirmed.is_empty() {
             println!(

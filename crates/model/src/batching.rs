@@ -5,6 +5,16 @@
 //! Δstall/B = Δfetch − Δhide/B (6). Here Δhide grows with the sub-batch as the work that
 //! overlaps the other `b − 1` keys' misses: Δstall(b)/b = Δfetch − Δhide·(b − 1)/b, never
 //! below zero. Throughput follows `000_*`: min(c, f_mem, f_dma).
+//!
+//! The seeds also report that sub-batch prefetching *hurts* when the table is small and
+//! cache resident (`000_*` §3.5; `002_*` §4.5: beyond the optimum "a small dip in
+//! performance because of the increased cache contention"): there is nothing to hide, but
+//! the two-phase loop (prefetch b keys, then use them) touches b packets' metadata and
+//! headers twice and keeps b keys and slots live, so L1 pressure and loop overhead grow
+//! with b. That cost is Δsub per packet per extra packet of sub-batch,
+//! Δstall(b)/b = max(0, Δfetch − Δhide·(b − 1)/b) + Δsub·(b − 1), and Δhide does not offset
+//! it where nothing misses: with Δhide ≈ 0 the smallest b wins. Where Δhide > 0 the best
+//! sub-batch is b* = √(Δhide/Δsub) ([`Stall::best_sub_batch`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -39,13 +49,53 @@ pub struct Stall {
     pub delta_fetch: f64,
     /// Δhide: cycles of each miss the other keys of a sub-batch can hide (b → ∞).
     pub delta_hide: f64,
+    /// Δsub: cycles per packet added by each further packet of the sub-batch: the two-phase
+    /// loop's second pass over b packets' metadata and headers and its b live keys (L1
+    /// pressure, loop overhead). Not offset by Δhide when nothing misses (a cache-resident
+    /// table). Zero where the fit finds no such growth.
+    #[serde(default)]
+    pub delta_sub: f64,
 }
 
 impl Stall {
-    /// Δstall/b = Δfetch − Δhide·(b − 1)/b, at least 0 (eq. 6).
+    /// Δstall/b = max(0, Δfetch − Δhide·(b − 1)/b) (eq. 6) + Δsub·(b − 1) (the sub-batch's
+    /// own cost).
+    ///
+    /// ```
+    /// use pktvec_model::batching::Stall;
+    /// // A cache-resident table: almost nothing to hide, each packet of sub-batch costs
+    /// // 0.3 cycles per packet: b = 64 pays 0.3·63 = 18.9 cycles per packet more than b = 1
+    /// // and hides at most 2; small sub-batches win.
+    /// let small = Stall { delta_fetch: 2.0, delta_hide: 2.0, delta_sub: 0.3 };
+    /// assert!(small.stall_per_packet(4) < small.stall_per_packet(64));
+    /// assert_eq!(small.best_sub_batch(), 3); // √(2/0.3) ≈ 2.6
+    /// // A table beyond the caches: 200 cycles to hide, large sub-batches win.
+    /// let large = Stall { delta_fetch: 200.0, delta_hide: 200.0, delta_sub: 0.05 };
+    /// assert!(large.stall_per_packet(64) < large.stall_per_packet(4));
+    /// assert_eq!(large.best_sub_batch(), 63); // √(200/0.05) ≈ 63.2
+    /// ```
     pub fn stall_per_packet(&self, sub_batch: usize) -> f64 {
         let b = sub_batch.max(1) as f64;
-        (self.delta_fetch - self.delta_hide * (b - 1.0) / b).max(0.0)
+        (self.delta_fetch - self.delta_hide * (b - 1.0) / b).max(0.0) + self.delta_sub * (b - 1.0)
+    }
+
+    /// The sub-batch with the lowest [`stall_per_packet`](Self::stall_per_packet) over the
+    /// integers (b* = √(Δhide/Δsub) where the stall is not yet fully hidden; unbounded —
+    /// `usize::MAX` — without a sub-batch cost; 1 without anything to hide).
+    pub fn best_sub_batch(&self) -> usize {
+        if self.delta_hide <= 0.0 {
+            return 1;
+        }
+        if self.delta_sub <= 0.0 {
+            return usize::MAX;
+        }
+        let x = (self.delta_hide / self.delta_sub).sqrt();
+        let (lo, hi) = (x.floor().max(1.0) as usize, x.ceil().max(1.0) as usize);
+        if self.stall_per_packet(hi) < self.stall_per_packet(lo) {
+            hi
+        } else {
+            lo
+        }
     }
 }
 
@@ -120,6 +170,7 @@ mod tests {
             stall: Stall {
                 delta_fetch: 50.0,
                 delta_hide: 45.0,
+                delta_sub: 0.0,
             },
         };
         assert!(n.cycles_per_packet(1, 1) > n.cycles_per_packet(256, 1));
@@ -128,8 +179,18 @@ mod tests {
         let big = Stall {
             delta_fetch: 10.0,
             delta_hide: 40.0,
+            delta_sub: 0.0,
         };
         assert_eq!(big.stall_per_packet(64), 0.0, "never negative");
+        // The sub-batch cost is not offset by Δhide once the stall is hidden.
+        let resident = Stall {
+            delta_fetch: 1.0,
+            delta_hide: 1.0,
+            delta_sub: 0.6,
+        };
+        assert!((resident.stall_per_packet(64) - (1.0 / 64.0 + 0.6 * 63.0)).abs() < 1e-9);
+        assert!(resident.stall_per_packet(1) < resident.stall_per_packet(2));
+        assert_eq!(resident.best_sub_batch(), 1);
         let (r, b) = throughput(100.0, 2.6e9, 0.0, 100e-9, 10.0, f64::INFINITY);
         assert_eq!((r, b), (2.6e7, Bound::Compute));
         let (_, b) = throughput(100.0, 2.6e9, 10.0, 100e-9, 2.0, f64::INFINITY);

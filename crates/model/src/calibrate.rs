@@ -1,7 +1,8 @@
 //! Calibration: fit the batching model's parameters per node from measured runs (the
 //! seed's offline phase): cycles per packet at a few vector sizes give Δshared and
 //! Δnecessary (a line in 1/B); at a few sub-batch sizes, Δfetch and Δhide (a line in
-//! (b − 1)/b).
+//! (b − 1)/b) and, with three or more sub-batch sizes at one vector size, the sub-batch
+//! cost Δsub (a plane in (b − 1)/b and b − 1).
 
 use crate::batching::{Compute, Node, Stall};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,12 @@ pub struct Calibration {
 /// returns (a, c, g), or None if the system is singular (fewer than 3 distinct sizes).
 fn fit3(vs: &[f64], ys: &[f64]) -> Option<(f64, f64, f64)> {
     let rows: Vec<[f64; 3]> = vs.iter().map(|&v| [1.0, 1.0 / v, v]).collect();
+    lstsq3(&rows, ys)
+}
+
+/// Least squares y = p0·r0 + p1·r1 + p2·r2 over `rows` (normal equations, 3×3); None if
+/// singular.
+fn lstsq3(rows: &[[f64; 3]], ys: &[f64]) -> Option<(f64, f64, f64)> {
     let mut m = [[0.0f64; 4]; 3];
     for (r, &y) in rows.iter().zip(ys) {
         for i in 0..3 {
@@ -103,23 +110,61 @@ pub fn fit_node(samples: &[Sample]) -> Node {
         .map(|s| (s.sub_batch as f64 - 1.0) / s.sub_batch as f64)
         .collect();
     let ys: Vec<f64> = at_v.iter().map(|s| s.cycles_per_packet).collect();
-    let (_, slope) = line(&xs, &ys);
-    // y(b) = Δnecessary + Δshared/B + Δfetch − Δhide·(b−1)/b: the slope against (b−1)/b is
-    // −Δhide. Only Δnecessary + (Δfetch − Δhide) is identifiable from these runs (the part
-    // of a miss no sub-batch hides looks like per-packet work), so Δfetch is set to Δhide
-    // and the rest is Δnecessary; predictions are the same either way.
-    let hide = (-slope).max(0.0);
+    let ks: Vec<f64> = at_v.iter().map(|s| s.sub_batch as f64 - 1.0).collect();
+    let (hide, sub) = fit_stall(&xs, &ks, &ys);
+    // y(b) = Δnecessary + Δshared/B + Δfetch − Δhide·(b−1)/b + Δsub·(b−1): the slopes
+    // against (b−1)/b and b−1 are −Δhide and Δsub. Only Δnecessary + (Δfetch − Δhide) is
+    // identifiable from these runs (the part of a miss no sub-batch hides looks like
+    // per-packet work), so Δfetch is set to Δhide and the rest is Δnecessary; predictions
+    // are the same either way. The compute line was fitted at b = bmax, whose stall part
+    // Δhide/bmax + Δsub·(bmax − 1) is taken out of its intercept.
     Node {
         compute: Compute {
             delta_shared: c.max(0.0),
-            delta_necessary: (a - hide / bmax as f64).max(0.0),
+            delta_necessary: (a - hide / bmax as f64 - sub * (bmax as f64 - 1.0)).max(0.0),
             delta_cache: g,
         },
         stall: Stall {
             delta_fetch: hide,
             delta_hide: hide,
+            delta_sub: sub,
         },
     }
+}
+
+/// Fits y = y0 − Δhide·x + Δsub·k (x = (b − 1)/b, k = b − 1) with Δhide, Δsub ≥ 0: the
+/// plane when three or more distinct sub-batches make it identifiable and both slopes have
+/// the right sign, else the better (least squares) of the one-slope lines; returns
+/// (Δhide, Δsub).
+fn fit_stall(xs: &[f64], ks: &[f64], ys: &[f64]) -> (f64, f64) {
+    let sse = |y0: f64, hide: f64, sub: f64| -> f64 {
+        xs.iter()
+            .zip(ks)
+            .zip(ys)
+            .map(|((x, k), y)| (y0 - hide * x + sub * k - y).powi(2))
+            .sum()
+    };
+    let mut distinct = ks.to_vec();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if distinct.len() >= 3 {
+        let rows: Vec<[f64; 3]> = xs.iter().zip(ks).map(|(&x, &k)| [1.0, x, k]).collect();
+        if let Some((_, s1, s2)) = lstsq3(&rows, ys) {
+            if s1 <= 0.0 && s2 >= 0.0 {
+                return (-s1, s2);
+            }
+        }
+    }
+    let mut best = (f64::INFINITY, 0.0, 0.0);
+    let (y0, slope) = line(xs, ys);
+    if slope <= 0.0 {
+        best = (sse(y0, -slope, 0.0), -slope, 0.0);
+    }
+    let (y0, slope) = line(ks, ys);
+    if slope > 0.0 && sse(y0, 0.0, slope) < best.0 {
+        best = (sse(y0, 0.0, slope), 0.0, slope);
+    }
+    (best.1, best.2)
 }
 
 impl Calibration {
@@ -260,6 +305,7 @@ mod tests {
             stall: Stall {
                 delta_fetch: 80.0,
                 delta_hide: 70.0,
+                delta_sub: 0.2,
             },
         };
         let mut s = Vec::new();
@@ -284,7 +330,53 @@ mod tests {
                 assert!((p - t).abs() / t < 0.02, "v {v} b {b}: {p} vs {t}");
             }
         }
+        assert!((fit.stall.delta_sub - 0.2).abs() < 1e-6, "{fit:?}");
         let c = Calibration::fit(&s.iter().map(|x| ("n".to_string(), *x)).collect::<Vec<_>>());
         assert_eq!(Calibration::from_json(&c.to_json()).unwrap(), c);
+    }
+
+    /// A cache-resident table measured at the tune example's calibration settings
+    /// (B ∈ {32, 64, 128, 256} at b = 64; b ∈ {1, 4, 16} at B = 256): b = 4 is cheaper
+    /// than b = 64, and the fit says so through Δsub.
+    #[test]
+    fn fits_the_sub_batch_cost_of_a_resident_table() {
+        let truth = Node {
+            compute: Compute {
+                delta_shared: 2000.0,
+                delta_necessary: 60.0,
+                delta_cache: 0.0,
+            },
+            stall: Stall {
+                delta_fetch: 8.0,
+                delta_hide: 8.0,
+                delta_sub: 0.4,
+            },
+        };
+        let mut s = Vec::new();
+        for v in [32, 64, 128, 256] {
+            s.push(Sample {
+                vector: v,
+                sub_batch: 64,
+                cycles_per_packet: truth.cycles_per_packet(v, 64),
+            });
+        }
+        for b in [1, 4, 16] {
+            s.push(Sample {
+                vector: 256,
+                sub_batch: b,
+                cycles_per_packet: truth.cycles_per_packet(256, b),
+            });
+        }
+        let fit = fit_node(&s);
+        assert!((fit.stall.delta_sub - 0.4).abs() < 1e-6, "{fit:?}");
+        assert!((fit.stall.delta_hide - 8.0).abs() < 1e-6, "{fit:?}");
+        assert!(fit.cycles_per_packet(256, 4) < fit.cycles_per_packet(256, 64));
+        for b in [1, 2, 4, 8, 32, 64] {
+            let (p, t) = (
+                fit.cycles_per_packet(256, b),
+                truth.cycles_per_packet(256, b),
+            );
+            assert!((p - t).abs() / t < 1e-6, "b {b}: {p} vs {t}");
+        }
     }
 }

@@ -7,7 +7,8 @@
 //!   chase) and memory-level parallelism (several chases at once).
 //! * [`batching`]: seeds `000_*` §3.5 / `002_*` §3: per-packet cost
 //!   Θ(B, b) = Δcompute(B) + Δstall(b)/b with Δcompute(B) = Δshared/B + Δnecessary and
-//!   Δstall/B = Δfetch − Δhide/B, and throughput = min(c, f_mem, f_dma).
+//!   Δstall/B = Δfetch − Δhide/B, plus the sub-batch's own cost Δsub·(b − 1) that Δhide
+//!   does not offset on cache-resident tables, and throughput = min(c, f_mem, f_dma).
 //! * [`ppb`]: seed `001_*` eq. 1–5: O_node = s·B_i + I + D, I = ⌈P/L⌉·A_M·W,
 //!   D = k·⌈64/L⌉·A_M·W, O_vec, O_total; expected paths per vector for a traffic mix; I1
 //!   and D1 misses per packet with and without the path batcher
@@ -22,7 +23,7 @@
 //! ```
 //! use pktvec_model::batching::{Compute, Stall, Node};
 //! let lookup = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-//!                     stall: Stall { delta_fetch: 60.0, delta_hide: 50.0 } };
+//!                     stall: Stall { delta_fetch: 60.0, delta_hide: 50.0, delta_sub: 0.0 } };
 //! // Vectors of 256, sub-batches of 32: 2000/256 + 20 + (60 - 50·31/32) cycles per packet.
 //! let c = lookup.cycles_per_packet(256, 32);
 //! assert!((c - (2000.0 / 256.0 + 20.0 + 60.0 - 50.0 * 31.0 / 32.0)).abs() < 1e-9);

@@ -3,6 +3,12 @@
 //! than a threshold (the traffic mix or the table size changed), it explores a bounded set
 //! of neighbours of the current choice, a few vectors each, keeps the best measured, and
 //! rescales the model to the new level.
+//!
+//! The seeds' rule that sub-batch prefetching hurts on small, cache-resident tables is
+//! applied explicitly as well as through the model's Δsub: when the table is cache resident
+//! ([`Tuner::cache_resident`]: the caller's probe says the table fits the LLC, or the
+//! calibration's hideable stall is a small share of the cost), the predicted choice is
+//! restricted to sub-batches of at most [`TunerConfig::resident_max_sub_batch`].
 
 use crate::calibrate::Calibration;
 use serde::{Deserialize, Serialize};
@@ -39,6 +45,28 @@ pub struct TunerConfig {
     /// into the recent profile it is compared with (averaging divides the per-window noise).
     #[serde(default = "default_profile_windows")]
     pub profile_windows: usize,
+    /// The probe's verdict on the table: `Some(true)` if the lookup tables' bytes fit the
+    /// last-level cache, `Some(false)` if not, `None` if unknown (then only the calibration
+    /// decides, see [`Tuner::cache_resident`]).
+    #[serde(default)]
+    pub table_fits_cache: Option<bool>,
+    /// The calibration says "cache resident" when Σ Δhide over the nodes (the stall a
+    /// sub-batch could hide) is below this share of the predicted cycles per packet at the
+    /// largest vector and b = 1 (Δstall ≈ 0).
+    #[serde(default = "default_resident_stall_share")]
+    pub resident_stall_share: f64,
+    /// Largest sub-batch the predicted choice may use on a cache-resident table (the seeds:
+    /// prefetching sub-batches hurt there).
+    #[serde(default = "default_resident_max_sub_batch")]
+    pub resident_max_sub_batch: usize,
+}
+
+fn default_resident_stall_share() -> f64 {
+    0.25
+}
+
+fn default_resident_max_sub_batch() -> usize {
+    8
 }
 
 fn default_profile_windows() -> usize {
@@ -73,6 +101,9 @@ impl Default for TunerConfig {
             min_gain: default_min_gain(),
             profile_drift: default_profile_drift(),
             profile_windows: default_profile_windows(),
+            table_fits_cache: None,
+            resident_stall_share: default_resident_stall_share(),
+            resident_max_sub_batch: default_resident_max_sub_batch(),
         }
     }
 }
@@ -142,28 +173,79 @@ impl Tuner {
         t
     }
 
-    /// The setting with the lowest predicted cycles per packet.
-    pub fn best_predicted(&self) -> Setting {
-        let mut best = (f64::INFINITY, self.current);
+    /// Σ Δhide over the nodes (cycles per packet a sub-batch could hide) as a share of the
+    /// predicted cycles per packet at the largest vector size and b = 1.
+    pub fn stall_share(&self) -> f64 {
+        let v = self.cfg.vectors.iter().copied().max().unwrap_or(256);
+        let hide: f64 = self
+            .calib
+            .nodes
+            .iter()
+            .map(|(_, n)| n.stall.delta_hide)
+            .sum();
+        let total = self.calib.predict(v, 1, |_| 1.0);
+        if total > 0.0 {
+            hide / total
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether the table is treated as cache resident: the probe says it fits the
+    /// last-level cache ([`TunerConfig::table_fits_cache`]), or the calibrated hideable
+    /// stall is below [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0).
+    ///
+    /// ```
+    /// use pktvec_model::batching::{Compute, Node, Stall};
+    /// use pktvec_model::calibrate::Calibration;
+    /// use pktvec_model::tuner::{Tuner, TunerConfig};
+    /// let node = |hide: f64| Node {
+    ///     compute: Compute { delta_shared: 2000.0, delta_necessary: 100.0, delta_cache: 0.0 },
+    ///     stall: Stall { delta_fetch: hide, delta_hide: hide, delta_sub: 0.0 } };
+    /// let calib = |hide| Calibration { nodes: vec![("lookup".into(), node(hide))] };
+    /// // 10 of 118 cycles hideable: resident; b is capped (8 by default).
+    /// let t = Tuner::new(TunerConfig::default(), calib(10.0));
+    /// assert!(t.cache_resident() && t.setting().sub_batch <= 8);
+    /// // 200 of 308: beyond the caches, the largest b.
+    /// let t = Tuner::new(TunerConfig::default(), calib(200.0));
+    /// assert!(!t.cache_resident() && t.setting().sub_batch == 128);
+    /// ```
+    pub fn cache_resident(&self) -> bool {
+        self.cfg.table_fits_cache == Some(true)
+            || self.stall_share() < self.cfg.resident_stall_share
+    }
+
+    /// Settings the predicted choice may take: b ≤ V, and b ≤ `resident_max_sub_batch`
+    /// on a cache-resident table.
+    fn candidates(&self) -> Vec<Setting> {
+        let cap = if self.cache_resident() {
+            self.cfg.resident_max_sub_batch.max(1)
+        } else {
+            usize::MAX
+        };
+        let mut all = Vec::new();
         // Largest vectors first: on a tie the larger vector amortises more.
         for &v in self.cfg.vectors.iter().rev() {
             for &b in &self.cfg.sub_batches {
-                if b > v {
-                    continue;
+                if b <= v && b <= cap {
+                    all.push(Setting {
+                        vector: v,
+                        sub_batch: b,
+                    });
                 }
-                let c = self.predict(Setting {
-                    vector: v,
-                    sub_batch: b,
-                });
-                if c < best.0 {
-                    best = (
-                        c,
-                        Setting {
-                            vector: v,
-                            sub_batch: b,
-                        },
-                    );
-                }
+            }
+        }
+        all
+    }
+
+    /// The setting with the lowest predicted cycles per packet (among the
+    /// [`cache_resident`](Self::cache_resident)-restricted ones).
+    pub fn best_predicted(&self) -> Setting {
+        let mut best = (f64::INFINITY, self.current);
+        for s in self.candidates() {
+            let c = self.predict(s);
+            if c < best.0 {
+                best = (c, s);
             }
         }
         best.1
@@ -204,25 +286,18 @@ impl Tuner {
     /// use pktvec_model::calibrate::Calibration;
     /// use pktvec_model::tuner::{Tuner, TunerConfig};
     /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0 } };
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0 } };
     /// let t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
     /// let top = t.top_predicted(3);
     /// assert_eq!(top[0], t.setting());
     /// assert!(t.predict(top[0]) <= t.predict(top[2]));
     /// ```
     pub fn top_predicted(&self, k: usize) -> Vec<Setting> {
-        let mut all = Vec::new();
-        for &v in self.cfg.vectors.iter().rev() {
-            for &b in &self.cfg.sub_batches {
-                if b <= v {
-                    let s = Setting {
-                        vector: v,
-                        sub_batch: b,
-                    };
-                    all.push((self.predict(s), s));
-                }
-            }
-        }
+        let mut all: Vec<(f64, Setting)> = self
+            .candidates()
+            .into_iter()
+            .map(|s| (self.predict(s), s))
+            .collect();
         // Stable sort: ties keep the larger-vector-first order.
         all.sort_by(|a, b| a.0.total_cmp(&b.0));
         all.into_iter().take(k).map(|(_, s)| s).collect()
@@ -371,7 +446,7 @@ impl Tuner {
     /// use pktvec_model::calibrate::Calibration;
     /// use pktvec_model::tuner::{Tuner, TunerConfig};
     /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0 } };
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0 } };
     /// let mut t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
     /// // The machine slows down 1.5× but the profile is the same: no exploration.
     /// for _ in 0..5 { t.observe_profile(90.0, &[0.5, 0.5]); }
@@ -457,6 +532,7 @@ mod tests {
                     stall: Stall {
                         delta_fetch: fetch,
                         delta_hide: fetch * 0.9,
+                        delta_sub: 0.0,
                     },
                 },
             )],
@@ -477,6 +553,70 @@ mod tests {
         // (all b equal): the first, smallest b wins ties.
         let t = Tuner::new(TunerConfig::default(), calib(0.0));
         assert_eq!(t.setting().sub_batch, 1);
+    }
+
+    /// A synthetic calibration in the shape the tune example fits: a lookup node whose
+    /// hideable stall is `hide` cycles per packet and whose sub-batch costs `sub` cycles
+    /// per packet per packet of sub-batch, plus an input node without lookups.
+    fn calib_table(hide: f64, sub: f64) -> Calibration {
+        let node = |shared, necessary, hide, sub| Node {
+            compute: Compute {
+                delta_shared: shared,
+                delta_necessary: necessary,
+                delta_cache: 0.0,
+            },
+            stall: Stall {
+                delta_fetch: hide,
+                delta_hide: hide,
+                delta_sub: sub,
+            },
+        };
+        Calibration {
+            nodes: vec![
+                ("input".into(), node(500.0, 27.0, 0.0, 0.0)),
+                ("lookup".into(), node(3000.0, 60.0, hide, sub)),
+            ],
+        }
+    }
+
+    #[test]
+    fn small_table_small_sub_batch_large_table_large_sub_batch() {
+        // Small, cache-resident table (like l2fwd with 4,096 stations): 15 hideable cycles
+        // of ≈ 120, a small sub-batch cost: resident, b capped and small.
+        let t = Tuner::new(TunerConfig::default(), calib_table(15.0, 0.3));
+        assert!(t.cache_resident());
+        assert!(t.setting().sub_batch <= 8, "{:?}", t.setting());
+        assert_eq!(t.setting().vector, 256);
+        // Even without the explicit cap, Δsub alone moves the choice to b = √(15/0.3) ≈ 7.
+        let uncapped = TunerConfig {
+            resident_max_sub_batch: usize::MAX,
+            ..TunerConfig::default()
+        };
+        let t = Tuner::new(uncapped.clone(), calib_table(15.0, 0.3));
+        assert_eq!(t.setting().sub_batch, 8, "{:?}", t.setting());
+        // Without Δsub the model alone would take the largest b; the cap stops it.
+        let t = Tuner::new(uncapped, calib_table(15.0, 0.0));
+        assert_eq!(t.setting().sub_batch, 128);
+        let t = Tuner::new(TunerConfig::default(), calib_table(15.0, 0.0));
+        assert_eq!(t.setting().sub_batch, 8);
+        assert!(t.top_predicted(40).iter().all(|s| s.sub_batch <= 8));
+        // Large table beyond the caches (like l2fwd with 4M stations): 400 hideable cycles,
+        // the same Δsub: not resident, large b (√(400/0.3) ≈ 37 → 32 of the grid).
+        let t = Tuner::new(TunerConfig::default(), calib_table(400.0, 0.3));
+        assert!(!t.cache_resident());
+        assert!(t.setting().sub_batch >= 32, "{:?}", t.setting());
+        let t = Tuner::new(TunerConfig::default(), calib_table(400.0, 0.0));
+        assert_eq!(t.setting().sub_batch, 128);
+        // The probe says the table fits the LLC: resident whatever the calibration says.
+        let t = Tuner::new(
+            TunerConfig {
+                table_fits_cache: Some(true),
+                ..TunerConfig::default()
+            },
+            calib_table(400.0, 0.0),
+        );
+        assert!(t.cache_resident());
+        assert_eq!(t.setting().sub_batch, 8);
     }
 
     #[test]
