@@ -15,7 +15,7 @@ use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::model::calibrate::{Calibration, Sample};
 use pktvec::model::probe::{Machine, ProbeConfig};
-use pktvec::model::tuner::{Setting, Tuner, TunerConfig};
+use pktvec::model::tuner::{CacheFit, Setting, Tuner, TunerConfig};
 use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
@@ -193,7 +193,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The graph, built once; settings change between runs.
     let mut b = GraphBuilder::new(GraphConfig::default());
     // Bytes of the lookup table the packets read (l3fwd: the IPv4 FIB's read path; l2fwd:
-    // the MAC table's buckets), for the tuner's cache-resident rule (≤ the probed LLC).
+    // the MAC table's buckets), for the tuner's cache-resident rule (within the probed L2:
+    // resident; beyond the LLC: not; in between the calibration decides).
     let table_bytes;
     let (src, entry, tx) = match cli.app {
         App::L3fwd => {
@@ -244,11 +245,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
     };
-    let table_fits_cache = machine.llc > 0 && table_bytes <= machine.llc;
+    let table_fit = CacheFit::of(table_bytes, machine.l2, machine.llc);
     if !cli.json {
         eprintln!(
-            "table: {table_bytes} bytes, LLC {} bytes: fits: {table_fits_cache}",
-            machine.llc
+            "table: {table_bytes} bytes (L2 {}, LLC {} bytes): fits {table_fit:?}",
+            machine.l2, machine.llc
         );
     }
     b.add("input", src)
@@ -345,7 +346,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         TunerConfig {
             vectors: VECTORS.to_vec(),
             sub_batches: SUB_BATCHES.to_vec(),
-            table_fits_cache: Some(table_fits_cache),
+            table_fit: Some(table_fit),
             ..TunerConfig::default()
         },
         calib.clone(),
@@ -417,7 +418,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "best": {"vector": best.0, "sub_batch": best.1, "measured": best.3},
                 "tuner_quality": quality,
                 "model_choice": {"vector": model_choice.vector, "sub_batch": model_choice.sub_batch, "measured": model_row.3, "quality": model_quality},
-                "table_bytes": table_bytes, "table_fits_cache": table_fits_cache,
+                "table_bytes": table_bytes, "table_fit": table_fit,
                 "stall_share": tuner.stall_share(), "cache_resident": tuner.cache_resident(),
                 "model_unrestricted": {"vector": free_choice.vector, "sub_batch": free_choice.sub_batch, "measured": free_row.3, "quality": best.3 / free_row.3},
                 "confirmed": confirmed.iter().map(|(s, c)| serde_json::json!({"vector": s.vector, "sub_batch": s.sub_batch, "measured": c})).collect::<Vec<_>>(),
@@ -453,7 +454,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             100.0 * quality
         );
         println!(
-            "cache resident: {} (table fits LLC: {table_fits_cache}, hideable stall share {:.1}%); model without the cap: V {}, b {}: {:.1}, quality {:.1}%",
+            "cache resident: {} (table fits {table_fit:?}, hideable stall share {:.1}%); model without the cap: V {}, b {}: {:.1}, quality {:.1}%",
             tuner.cache_resident(),
             100.0 * tuner.stall_share(),
             free_choice.vector,

@@ -6,9 +6,10 @@
 //!
 //! The seeds' rule that sub-batch prefetching hurts on small, cache-resident tables is
 //! applied explicitly as well as through the model's Δsub: when the table is cache resident
-//! ([`Tuner::cache_resident`]: the caller's probe says the table fits the LLC, or the
-//! calibration's hideable stall is a small share of the cost), the predicted choice is
-//! restricted to sub-batches of at most [`TunerConfig::resident_max_sub_batch`].
+//! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or it fits
+//! the LLC and the calibration's hideable stall is a small share of the cost), the
+//! predicted choice is restricted to sub-batches of at most
+//! [`TunerConfig::resident_max_sub_batch`].
 
 use crate::calibrate::Calibration;
 use serde::{Deserialize, Serialize};
@@ -45,11 +46,11 @@ pub struct TunerConfig {
     /// into the recent profile it is compared with (averaging divides the per-window noise).
     #[serde(default = "default_profile_windows")]
     pub profile_windows: usize,
-    /// The probe's verdict on the table: `Some(true)` if the lookup tables' bytes fit the
-    /// last-level cache, `Some(false)` if not, `None` if unknown (then only the calibration
-    /// decides, see [`Tuner::cache_resident`]).
+    /// Where the lookup table's bytes fit by the probe's cache sizes ([`CacheFit::of`]);
+    /// `None` if unknown (then only the calibration decides, see
+    /// [`Tuner::cache_resident`]).
     #[serde(default)]
-    pub table_fits_cache: Option<bool>,
+    pub table_fit: Option<CacheFit>,
     /// The calibration says "cache resident" when Σ Δhide over the nodes (the stall a
     /// sub-batch could hide) is below this share of the predicted cycles per packet at the
     /// largest vector and b = 1 (Δstall ≈ 0).
@@ -59,6 +60,38 @@ pub struct TunerConfig {
     /// prefetching sub-batches hurt there).
     #[serde(default = "default_resident_max_sub_batch")]
     pub resident_max_sub_batch: usize,
+}
+
+/// Which cache level a table's bytes fit, by the probe's sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheFit {
+    /// Within the (private) L2: lookups hit in a few cycles, nothing worth hiding.
+    L2,
+    /// Beyond the L2, within the last-level cache: the calibration decides.
+    Llc,
+    /// Beyond the last-level cache: lookups miss to memory, sub-batches have work to hide.
+    Memory,
+}
+
+impl CacheFit {
+    /// The level `table_bytes` fits, from the probe's L2 and LLC sizes (0 = unknown: then
+    /// that level is skipped; both unknown → [`CacheFit::Llc`], the calibration decides).
+    ///
+    /// ```
+    /// use pktvec_model::tuner::CacheFit;
+    /// assert_eq!(CacheFit::of(58_304, 1 << 20, 32 << 20), CacheFit::L2);
+    /// assert_eq!(CacheFit::of(7_762_460, 1 << 20, 32 << 20), CacheFit::Llc);
+    /// assert_eq!(CacheFit::of(59_652_352, 1 << 20, 32 << 20), CacheFit::Memory);
+    /// ```
+    pub fn of(table_bytes: usize, l2: usize, llc: usize) -> CacheFit {
+        if l2 > 0 && table_bytes <= l2 {
+            CacheFit::L2
+        } else if llc > 0 && table_bytes > llc {
+            CacheFit::Memory
+        } else {
+            CacheFit::Llc
+        }
+    }
 }
 
 fn default_resident_stall_share() -> f64 {
@@ -101,7 +134,7 @@ impl Default for TunerConfig {
             min_gain: default_min_gain(),
             profile_drift: default_profile_drift(),
             profile_windows: default_profile_windows(),
-            table_fits_cache: None,
+            table_fit: None,
             resident_stall_share: default_resident_stall_share(),
             resident_max_sub_batch: default_resident_max_sub_batch(),
         }
@@ -191,9 +224,12 @@ impl Tuner {
         }
     }
 
-    /// Whether the table is treated as cache resident: the probe says it fits the
-    /// last-level cache ([`TunerConfig::table_fits_cache`]), or the calibrated hideable
-    /// stall is below [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0).
+    /// Whether the table is treated as cache resident: the probe says it fits the L2
+    /// ([`TunerConfig::table_fit`] = [`CacheFit::L2`]); or it is not known to be beyond
+    /// the LLC and the calibrated hideable stall is below
+    /// [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0). A table within the
+    /// LLC but beyond the L2 can still miss enough to be worth hiding (on this VM, 7.4 MiB
+    /// of IPv4 FIB: 30% of the cycles hideable), hence the calibration's say there.
     ///
     /// ```
     /// use pktvec_model::batching::{Compute, Node, Stall};
@@ -211,8 +247,11 @@ impl Tuner {
     /// assert!(!t.cache_resident() && t.setting().sub_batch == 128);
     /// ```
     pub fn cache_resident(&self) -> bool {
-        self.cfg.table_fits_cache == Some(true)
-            || self.stall_share() < self.cfg.resident_stall_share
+        match self.cfg.table_fit {
+            Some(CacheFit::L2) => true,
+            Some(CacheFit::Memory) => false,
+            _ => self.stall_share() < self.cfg.resident_stall_share,
+        }
     }
 
     /// Settings the predicted choice may take: b ≤ V, and b ≤ `resident_max_sub_batch`
@@ -607,16 +646,22 @@ mod tests {
         assert!(t.setting().sub_batch >= 32, "{:?}", t.setting());
         let t = Tuner::new(TunerConfig::default(), calib_table(400.0, 0.0));
         assert_eq!(t.setting().sub_batch, 128);
-        // The probe says the table fits the LLC: resident whatever the calibration says.
-        let t = Tuner::new(
-            TunerConfig {
-                table_fits_cache: Some(true),
-                ..TunerConfig::default()
-            },
-            calib_table(400.0, 0.0),
-        );
+        // The probe says the table fits the L2: resident whatever the calibration says;
+        // beyond the LLC: never resident; in between: the calibration decides.
+        let with = |fit| TunerConfig {
+            table_fit: Some(fit),
+            ..TunerConfig::default()
+        };
+        let t = Tuner::new(with(CacheFit::L2), calib_table(400.0, 0.0));
         assert!(t.cache_resident());
         assert_eq!(t.setting().sub_batch, 8);
+        let t = Tuner::new(with(CacheFit::Memory), calib_table(15.0, 0.0));
+        assert!(!t.cache_resident());
+        assert_eq!(t.setting().sub_batch, 128);
+        let t = Tuner::new(with(CacheFit::Llc), calib_table(15.0, 0.0));
+        assert!(t.cache_resident());
+        let t = Tuner::new(with(CacheFit::Llc), calib_table(400.0, 0.0));
+        assert!(!t.cache_resident());
     }
 
     #[test]
