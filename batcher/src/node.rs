@@ -249,6 +249,39 @@ impl<S: BurstSource> Batcher<S> {
         b
     }
 
+    /// Turns batching on or off and sets the batch size, while running (the tuner's knob;
+    /// the graph is not rebuilt). Returns the batch size applied: it is clamped to
+    /// 1..=the largest the queues were sized for at construction. Switching off takes
+    /// effect once the packets already queued have been sent (in order, as partial
+    /// vectors, receiving nothing meanwhile), so no flow overtakes itself.
+    ///
+    /// ```
+    /// use pktvec_batcher::{Batcher, BatcherConfig, ReplaySource};
+    /// let mut b = Batcher::new(ReplaySource::new(vec![vec![0u8; 60]]), BatcherConfig::default());
+    /// assert_eq!(b.set_batching(true, 64), 64);
+    /// assert_eq!(b.set_batching(false, 64), 64);
+    /// assert_eq!(b.config().batch_size, 64);
+    /// ```
+    pub fn set_batching(&mut self, enabled: bool, batch_size: usize) -> usize {
+        // A queue's ring holds max(capacity, batch) + one burst (≤ batch).
+        let ring = self.queues.ring_size();
+        let qc = self.cfg.queue_capacity;
+        let max_b = if ring >= 2 * qc {
+            ring / 2
+        } else {
+            ring.saturating_sub(qc)
+        };
+        let b = batch_size.clamp(1, max_b.max(1));
+        self.cfg.enabled = enabled;
+        self.cfg.batch_size = b;
+        b
+    }
+
+    /// The configuration in force (after [`set_batching`](Self::set_batching)).
+    pub fn config(&self) -> &BatcherConfig {
+        &self.cfg
+    }
+
     /// The shared path table (store a new one to change the paths while running).
     pub fn path_table(&self) -> &SharedPathTable {
         &self.table
@@ -469,7 +502,7 @@ impl<S: BurstSource> Node for Batcher<S> {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let v = cx.vector_size().min(frame.room());
-        if !self.cfg.enabled {
+        if !self.cfg.enabled && self.queues.held == 0 {
             self.scratch.clear();
             self.src.rx_burst(cx.pool_mut(), &mut self.scratch, v);
             frame.extend_from_slice(&self.scratch);
@@ -487,7 +520,8 @@ impl<S: BurstSource> Node for Batcher<S> {
         // source runs dry; only while no queue is over capacity and no reassignment is
         // draining the queues (per-flow order), so a queue never holds more than capacity
         // plus one burst.
-        let mut idle = false;
+        // Switched off with packets still queued: send them, receive nothing.
+        let mut idle = !self.cfg.enabled;
         let mut picked = None;
         loop {
             let draining = self.queues.pending_map.is_some();

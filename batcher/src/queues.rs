@@ -170,6 +170,10 @@ impl Ring {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+    /// Slots in all.
+    pub(crate) fn size(&self) -> usize {
+        self.buf.len()
+    }
     #[inline(always)]
     pub(crate) fn room(&self) -> usize {
         self.buf.len() - self.len
@@ -259,6 +263,11 @@ pub(crate) struct Queues {
 }
 
 impl Queues {
+    /// Indices one queue's ring holds (all rings have the same size).
+    pub(crate) fn ring_size(&self) -> usize {
+        self.q.iter().map(|q| q.bufs.size()).min().unwrap_or(0)
+    }
+
     pub(crate) fn new(cfg: &BatcherConfig) -> Self {
         let n = cfg.max_queues.clamp(1, 64);
         let cap = cfg.queue_capacity.max(cfg.batch_size);
