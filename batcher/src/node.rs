@@ -18,6 +18,16 @@ pub trait BurstSource: Send + 'static {
     fn rx_burst(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize;
 }
 
+/// A DPDK rx queue as the batcher's source (feature `dpdk`): bursts of received mbufs,
+/// zero copy, as [`DpdkRx::rx_into`](pktvec_io::dpdk::DpdkRx::rx_into) gives them
+/// (multi-segment packets are freed there and counted by the `DpdkRx`).
+#[cfg(feature = "dpdk")]
+impl BurstSource for pktvec_io::dpdk::DpdkRx {
+    fn rx_burst(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize {
+        self.rx_into(pool, out, max)
+    }
+}
+
 /// A [`BurstSource`] replaying packets (a capture's, or generated ones), optionally up to a
 /// limit, copying each into a fresh buffer as a NIC would.
 #[derive(Clone, Debug)]

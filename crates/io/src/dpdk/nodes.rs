@@ -4,7 +4,7 @@ use super::mempool::Layout;
 use super::Port;
 use pktvec_dpdk_sys as sys;
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, NodeKind};
-use pktvec_packet::Packet;
+use pktvec_packet::{BufferPool, Packet};
 use std::sync::Arc;
 
 /// Most mbuf pointers one rx or tx burst call handles (DPDK takes a `u16` count).
@@ -75,6 +75,7 @@ pub struct DpdkRx {
     received: u64,
     foreign: u64,
     refused: u64,
+    multiseg_dropped: u64,
 }
 
 impl DpdkRx {
@@ -93,6 +94,7 @@ impl DpdkRx {
             received: 0,
             foreign: 0,
             refused: 0,
+            multiseg_dropped: 0,
         }
     }
 
@@ -117,41 +119,18 @@ impl DpdkRx {
         self
     }
 
-    /// Packets received (entered the graph or dropped as multi-segment).
-    pub fn received(&self) -> u64 {
-        self.received
-    }
-
-    /// Mbufs that did not belong to the graph's mempool (freed at once, never in the
-    /// graph): a port whose rx queue uses another mempool.
-    pub fn foreign(&self) -> u64 {
-        self.foreign
-    }
-
-    /// Mbufs of our mempool that the buffer pool already held (a bug; left alone).
-    pub fn refused(&self) -> u64 {
-        self.refused
-    }
-
-    /// The port polled.
-    pub fn port(&self) -> &Arc<Port> {
-        &self.port
-    }
-}
-
-impl Node for DpdkRx {
-    type Next = DpdkRxNext;
-    type Error = DpdkRxError;
-    const KIND: NodeKind = NodeKind::Input;
-
-    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let mut want = cx.vector_size().min(frame.room()).min(BURST_MAX);
+    /// Packets to ask for now: at most `room`, a burst array, and what the limit leaves.
+    fn want(&self, room: usize) -> usize {
+        let mut want = room.min(BURST_MAX);
         if let Some(limit) = self.limit {
             want = want.min(limit.saturating_sub(self.received) as usize);
         }
-        if want == 0 {
-            return;
-        }
+        want
+    }
+
+    /// Polls the queue for up to `want` (≤ [`BURST_MAX`]) packets: the adopted indices
+    /// are `ready[..k]` (k returned), chained mbufs (their tail freed) in `multiseg`.
+    fn receive(&mut self, pool: &mut BufferPool, want: usize) -> usize {
         let mut n = 0;
         while n < want {
             let ask = self.rx_burst.min(want - n);
@@ -171,7 +150,6 @@ impl Node for DpdkRx {
                 break;
             }
         }
-        let pool = cx.pool_mut();
         self.multiseg.clear();
         // Pass 1: mbuf -> buffer index, in place, and prefetch the metadata lines (a separate
         // array, not in cache like the mbuf headers the driver just wrote).
@@ -229,9 +207,84 @@ impl Node for DpdkRx {
                 k += 1;
             }
         }
+        self.received += n as u64;
+        k
+    }
+
+    /// The node's work without a graph around it, for a [`BufferPool`] user that polls
+    /// the queue itself (e.g. `pktvec-batcher`'s `BurstSource`): appends up to `max`
+    /// received buffers to `out` and returns how many. Multi-segment packets are freed
+    /// here and counted in [`multi_segment_dropped`](Self::multi_segment_dropped).
+    ///
+    /// ```no_run
+    /// # use pktvec_io::dpdk::{DpdkRx, Eal, Mempool, Port, PortConfig};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let eal = Eal::init("--no-huge -m 512 --no-pci -l 0 --vdev=net_null0")?;
+    /// let mempool = Mempool::new(&eal, 8192, 2048)?;
+    /// let port = Port::start(&eal, eal.ports()[0], &mempool, &PortConfig::default())?;
+    /// let mut pool = mempool.buffer_pool()?;
+    /// let mut rx = DpdkRx::new(&port, 0);
+    /// let mut got = Vec::new();
+    /// let n = rx.rx_into(&mut pool, &mut got, 64);
+    /// assert_eq!(n, got.len());
+    /// pool.free_bulk(&got);
+    /// # Ok(()) }
+    /// ```
+    pub fn rx_into(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize {
+        let want = self.want(max);
+        if want == 0 {
+            return 0;
+        }
+        let k = self.receive(pool, want);
+        out.extend_from_slice(&self.ready[..k]);
+        for &bi in &self.multiseg {
+            pool.free(bi);
+        }
+        self.multiseg_dropped += self.multiseg.len() as u64;
+        k
+    }
+
+    /// Multi-segment packets [`rx_into`](Self::rx_into) freed (as a node, they go to the
+    /// drop node with [`DpdkRxError::MultiSegment`] instead).
+    pub fn multi_segment_dropped(&self) -> u64 {
+        self.multiseg_dropped
+    }
+
+    /// Packets received (entered the graph or dropped as multi-segment).
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Mbufs that did not belong to the graph's mempool (freed at once, never in the
+    /// graph): a port whose rx queue uses another mempool.
+    pub fn foreign(&self) -> u64 {
+        self.foreign
+    }
+
+    /// Mbufs of our mempool that the buffer pool already held (a bug; left alone).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The port polled.
+    pub fn port(&self) -> &Arc<Port> {
+        &self.port
+    }
+}
+
+impl Node for DpdkRx {
+    type Next = DpdkRxNext;
+    type Error = DpdkRxError;
+    const KIND: NodeKind = NodeKind::Input;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let want = self.want(cx.vector_size().min(frame.room()));
+        if want == 0 {
+            return;
+        }
+        let k = self.receive(cx.pool_mut(), want);
         // `want <= frame.room()`, so all of them fit.
         frame.extend_from_slice(&self.ready[..k]);
-        self.received += n as u64;
         for i in 0..self.multiseg.len() {
             let bi = self.multiseg[i];
             cx.drop_buffer(bi, DpdkRxError::MultiSegment);
