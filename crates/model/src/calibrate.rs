@@ -80,20 +80,41 @@ fn line(xs: &[f64], ys: &[f64]) -> (f64, f64) {
     (my - c * mx, c)
 }
 
-/// Fits one node. Samples at the largest sub-batch measured fit the compute part against
-/// 1/B; samples at the largest vector size fit the stall part against (b − 1)/b. A node
-/// whose cost does not fall with b gets no stall part.
+/// Fits one node. Samples at the largest vector size fit the stall part against (b − 1)/b
+/// and b − 1 ([`fit_stall`]); then every other vector size's samples, moved to the largest
+/// sub-batch with that stall part (the model's stall does not depend on B), and the
+/// largest vector's sample at the largest sub-batch fit the compute part against 1/B (and
+/// B, with four or more vector sizes). A node whose cost does not fall with b gets no stall
+/// part.
 pub fn fit_node(samples: &[Sample]) -> Node {
     let bmax = samples.iter().map(|s| s.sub_batch).max().unwrap_or(1);
     let vmax = samples.iter().map(|s| s.vector).max().unwrap_or(1);
-    let at_b: Vec<&Sample> = samples.iter().filter(|s| s.sub_batch == bmax).collect();
-    let xs: Vec<f64> = at_b.iter().map(|s| 1.0 / s.vector as f64).collect();
-    let ys: Vec<f64> = at_b.iter().map(|s| s.cycles_per_packet).collect();
+    let at_v: Vec<&Sample> = samples.iter().filter(|s| s.vector == vmax).collect();
+    let xs: Vec<f64> = at_v
+        .iter()
+        .map(|s| (s.sub_batch as f64 - 1.0) / s.sub_batch as f64)
+        .collect();
+    let ys: Vec<f64> = at_v.iter().map(|s| s.cycles_per_packet).collect();
+    let ks: Vec<f64> = at_v.iter().map(|s| s.sub_batch as f64 - 1.0).collect();
+    let (hide, sub) = fit_stall(&xs, &ks, &ys);
+    let stall = |b: usize| hide / b as f64 + sub * (b as f64 - 1.0);
+    let at_b: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|s| s.vector != vmax || s.sub_batch == bmax)
+        .map(|s| {
+            (
+                s.vector as f64,
+                s.cycles_per_packet - stall(s.sub_batch) + stall(bmax),
+            )
+        })
+        .collect();
+    let xs: Vec<f64> = at_b.iter().map(|s| 1.0 / s.0).collect();
+    let ys: Vec<f64> = at_b.iter().map(|s| s.1).collect();
     let (mut a, mut c) = line(&xs, &ys);
     let mut g = 0.0;
     // With 4+ vector sizes, also fit the cache-pressure term; keep it only if it is a
     // growth (g > 0) and the amortised part stays non-negative.
-    let vs: Vec<f64> = at_b.iter().map(|s| s.vector as f64).collect();
+    let vs: Vec<f64> = at_b.iter().map(|s| s.0).collect();
     let mut distinct = vs.clone();
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
@@ -104,14 +125,6 @@ pub fn fit_node(samples: &[Sample]) -> Node {
             }
         }
     }
-    let at_v: Vec<&Sample> = samples.iter().filter(|s| s.vector == vmax).collect();
-    let xs: Vec<f64> = at_v
-        .iter()
-        .map(|s| (s.sub_batch as f64 - 1.0) / s.sub_batch as f64)
-        .collect();
-    let ys: Vec<f64> = at_v.iter().map(|s| s.cycles_per_packet).collect();
-    let ks: Vec<f64> = at_v.iter().map(|s| s.sub_batch as f64 - 1.0).collect();
-    let (hide, sub) = fit_stall(&xs, &ks, &ys);
     // y(b) = Δnecessary + Δshared/B + Δfetch − Δhide·(b−1)/b + Δsub·(b−1): the slopes
     // against (b−1)/b and b−1 are −Δhide and Δsub. Only Δnecessary + (Δfetch − Δhide) is
     // identifiable from these runs (the part of a miss no sub-batch hides looks like
@@ -344,7 +357,7 @@ mod tests {
             compute: Compute {
                 delta_shared: 2000.0,
                 delta_necessary: 60.0,
-                delta_cache: 0.0,
+                delta_cache: 0.05,
             },
             stall: Stall {
                 delta_fetch: 8.0,
@@ -354,10 +367,11 @@ mod tests {
         };
         let mut s = Vec::new();
         for v in [32, 64, 128, 256] {
+            // As in the tune example: b = min(64, V), so V = 32 runs at b = 32.
             s.push(Sample {
                 vector: v,
-                sub_batch: 64,
-                cycles_per_packet: truth.cycles_per_packet(v, 64),
+                sub_batch: v.min(64),
+                cycles_per_packet: truth.cycles_per_packet(v, v.min(64)),
             });
         }
         for b in [1, 4, 16] {
@@ -370,13 +384,13 @@ mod tests {
         let fit = fit_node(&s);
         assert!((fit.stall.delta_sub - 0.4).abs() < 1e-6, "{fit:?}");
         assert!((fit.stall.delta_hide - 8.0).abs() < 1e-6, "{fit:?}");
+        assert!((fit.compute.delta_cache - 0.05).abs() < 1e-6, "{fit:?}");
         assert!(fit.cycles_per_packet(256, 4) < fit.cycles_per_packet(256, 64));
-        for b in [1, 2, 4, 8, 32, 64] {
-            let (p, t) = (
-                fit.cycles_per_packet(256, b),
-                truth.cycles_per_packet(256, b),
-            );
-            assert!((p - t).abs() / t < 1e-6, "b {b}: {p} vs {t}");
+        for v in [16, 128, 256] {
+            for b in [1, 2, 4, 8, 32, 64] {
+                let (p, t) = (fit.cycles_per_packet(v, b), truth.cycles_per_packet(v, b));
+                assert!((p - t).abs() / t < 1e-6, "v {v} b {b}: {p} vs {t}");
+            }
         }
     }
 }
