@@ -63,6 +63,15 @@ pub struct TunerConfig {
     /// prefetching sub-batches hurt there).
     #[serde(default = "default_resident_max_sub_batch")]
     pub resident_max_sub_batch: usize,
+    /// [`Tuner::best_predicted`] takes the largest vector size whose best prediction is
+    /// within this share of the overall best: predicted differences smaller than the
+    /// model's error are ties, and on a tie the larger vector amortises more. 0: strict.
+    #[serde(default = "default_vector_tie")]
+    pub vector_tie: f64,
+}
+
+fn default_vector_tie() -> f64 {
+    0.03
 }
 
 /// Which cache level a table's bytes fit, by the probe's sizes.
@@ -140,6 +149,7 @@ impl Default for TunerConfig {
             table_fit: None,
             resident_stall_share: default_resident_stall_share(),
             resident_max_sub_batch: default_resident_max_sub_batch(),
+            vector_tie: default_vector_tie(),
         }
     }
 }
@@ -281,11 +291,25 @@ impl Tuner {
     }
 
     /// The setting with the lowest predicted cycles per packet (among the
-    /// [`cache_resident`](Self::cache_resident)-restricted ones).
+    /// [`cache_resident`](Self::cache_resident)-restricted ones), preferring the largest
+    /// vector size whose best is within [`TunerConfig::vector_tie`] of it.
     pub fn best_predicted(&self) -> Setting {
+        let all: Vec<(f64, Setting)> = self
+            .candidates()
+            .into_iter()
+            .map(|s| (self.predict(s), s))
+            .collect();
+        let Some(min) = all.iter().map(|a| a.0).min_by(f64::total_cmp) else {
+            return self.current;
+        };
+        let limit = min * (1.0 + self.cfg.vector_tie.max(0.0));
+        // Candidates come largest vector first: the first vector with a setting within the
+        // limit wins, with its own best sub-batch.
+        let Some(v) = all.iter().find(|a| a.0 <= limit).map(|a| a.1.vector) else {
+            return self.current;
+        };
         let mut best = (f64::INFINITY, self.current);
-        for s in self.candidates() {
-            let c = self.predict(s);
+        for &(c, s) in all.iter().filter(|a| a.1.vector == v) {
             if c < best.0 {
                 best = (c, s);
             }
@@ -666,6 +690,31 @@ mod tests {
         assert!(t.cache_resident());
         let t = Tuner::new(with(CacheFit::Llc), calib_table(400.0, 0.0));
         assert!(!t.cache_resident());
+    }
+
+    #[test]
+    fn near_ties_go_to_the_larger_vector() {
+        // Δcache makes V = 128 predicted 1% cheaper than V = 256 (124.6 vs 125.8 cycles):
+        // within the tie margin.
+        let node = Node {
+            compute: Compute {
+                delta_shared: 2000.0,
+                delta_necessary: 100.0,
+                delta_cache: 0.07,
+            },
+            stall: Stall::default(),
+        };
+        let c = Calibration {
+            nodes: vec![("n".into(), node)],
+        };
+        let t = Tuner::new(TunerConfig::default(), c.clone());
+        assert_eq!(t.setting().vector, 256);
+        let strict = TunerConfig {
+            vector_tie: 0.0,
+            ..TunerConfig::default()
+        };
+        let t = Tuner::new(strict, c);
+        assert_eq!(t.setting().vector, 128);
     }
 
     #[test]
