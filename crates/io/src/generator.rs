@@ -605,8 +605,20 @@ impl GeneratorSource {
                 last.3 = rx;
             }
         }
+        // Start the arena on a cache line, so each packet's 64-byte block is one line (a
+        // large allocation is page-aligned plus the allocator's header, not line-aligned).
+        let mut aligned: Vec<u8> = Vec::with_capacity(bytes.len() + REPLAY_CHUNK);
+        let pad = aligned
+            .as_ptr()
+            .align_offset(REPLAY_CHUNK)
+            .min(REPLAY_CHUNK);
+        aligned.resize(pad, 0);
+        aligned.extend_from_slice(&bytes);
+        for e in &mut index {
+            e.0 += pad as u32;
+        }
         self.replay = Some(Replay {
-            bytes,
+            bytes: aligned,
             index,
             pos: 0,
         });
