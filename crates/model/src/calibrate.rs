@@ -81,7 +81,7 @@ fn line(xs: &[f64], ys: &[f64]) -> (f64, f64) {
 }
 
 /// Fits one node. Samples at the largest vector size fit the stall part against (b − 1)/b
-/// and b − 1 ([`fit_stall`]); then every other vector size's samples, moved to the largest
+/// and b − 1 (`fit_stall`); then every other vector size's samples, moved to the largest
 /// sub-batch with that stall part (the model's stall does not depend on B), and the
 /// largest vector's sample at the largest sub-batch fit the compute part against 1/B (and
 /// B, with four or more vector sizes). A node whose cost does not fall with b gets no stall
