@@ -485,6 +485,41 @@ fn flow_seq(frame: &[u8]) -> (u32, u32) {
     )
 }
 
+/// The batcher's promise, checked between a run without it (`off`) and one with it
+/// (`on`): the same multiset of (port, bytes), the same drops, and each flow's packets in
+/// the same, increasing order.
+fn assert_same_forwarding(
+    what: &str,
+    off: &[(u16, Vec<u8>)],
+    on: &[(u16, Vec<u8>)],
+    goff: &pktvec_graph::Graph,
+    gon: &pktvec_graph::Graph,
+) {
+    let (mut a, mut b) = (off.to_vec(), on.to_vec());
+    a.sort();
+    b.sort();
+    assert!(a == b, "{what}: same multiset of (port, bytes)");
+    assert_eq!(
+        goff.errors().to_string(),
+        gon.errors().to_string(),
+        "{what}: same drops"
+    );
+    let order = |v: &[(u16, Vec<u8>)]| {
+        let mut per: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for (_, f) in v {
+            let (fl, s) = flow_seq(f);
+            per.entry(fl).or_default().push(s);
+        }
+        per
+    };
+    let (oa, ob) = (order(off), order(on));
+    assert_eq!(oa, ob, "{what}: same per-flow order");
+    assert!(
+        ob.values().all(|s| s.windows(2).all(|w| w[0] < w[1])),
+        "{what}: flows stay in order"
+    );
+}
+
 #[test]
 fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
     for (seed, batch, queues, direct) in [
@@ -524,30 +559,7 @@ fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
             );
         }
         assert!(off.len() > 3000, "most packets forwarded");
-        let mut a = off.clone();
-        let mut b = on.clone();
-        a.sort();
-        b.sort();
-        assert!(a == b, "seed {seed}: same multiset of (port, bytes)");
-        assert_eq!(
-            goff.errors().to_string(),
-            gon.errors().to_string(),
-            "same drops"
-        );
-        let order = |v: &[(u16, Vec<u8>)]| {
-            let mut per: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-            for (_, f) in v {
-                let (fl, s) = flow_seq(f);
-                per.entry(fl).or_default().push(s);
-            }
-            per
-        };
-        let (oa, ob) = (order(&off), order(&on));
-        assert_eq!(oa, ob, "seed {seed}: same per-flow order");
-        assert!(
-            ob.values().all(|s| s.windows(2).all(|w| w[0] < w[1])),
-            "flows stay in order"
-        );
+        assert_same_forwarding(&format!("seed {seed}"), &off, &on, &goff, &gon);
     }
 }
 
@@ -777,22 +789,5 @@ fn batching_can_be_switched_and_resized_while_running() {
     assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
     assert_eq!(c.input, pkts.len() as u64);
     let on = std::mem::take(&mut g.node_mut::<Record>(&nodes.output_to_tx.to).unwrap().0);
-    let (mut a, mut bb) = (off.clone(), on.clone());
-    a.sort();
-    bb.sort();
-    assert!(a == bb, "same multiset of (port, bytes)");
-    assert_eq!(
-        goff.errors().to_string(),
-        g.errors().to_string(),
-        "same drops"
-    );
-    let order = |v: &[(u16, Vec<u8>)]| {
-        let mut per: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-        for (_, f) in v {
-            let (fl, s) = flow_seq(f);
-            per.entry(fl).or_default().push(s);
-        }
-        per
-    };
-    assert_eq!(order(&off), order(&on), "same per-flow order");
+    assert_same_forwarding("switched while running", &off, &on, &goff, &g);
 }
