@@ -138,6 +138,19 @@ fn fast_agrees(g: &ProtocolGraph, frame: &[u8]) -> Result<usize, TestCaseError> 
     Ok(hits)
 }
 
+/// Writes 16-bit fields (EtherTypes) at the given offsets and the IPv4 version/IHL byte at
+/// 14, where `bytes` is long enough: arbitrary bytes biased towards what parsers branch on.
+fn set_fields(bytes: &mut [u8], fields: &[(usize, u16)], vihl: u8) {
+    for &(at, v) in fields {
+        if bytes.len() >= at + 2 {
+            bytes[at..at + 2].copy_from_slice(&v.to_be_bytes());
+        }
+    }
+    if bytes.len() >= 15 {
+        bytes[14] = vihl;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
@@ -151,12 +164,7 @@ proptest! {
                           Just(0x88a8), Just(0x88cc), any::<u16>()],
         vihl in prop_oneof![Just(0x45u8), any::<u8>()],
     ) {
-        if bytes.len() >= 14 {
-            bytes[12..14].copy_from_slice(&et.to_be_bytes());
-        }
-        if bytes.len() >= 15 {
-            bytes[14] = vihl;
-        }
+        set_fields(&mut bytes, &[(12, et)], vihl);
         fast_agrees(&ProtocolGraph::builtin(), &bytes)?;
     }
 
@@ -209,14 +217,7 @@ proptest! {
         vihl in prop_oneof![Just(0x45u8), any::<u8>()],
         use_fast in any::<bool>(),
     ) {
-        for (at, v) in [(12usize, et), (16, inner), (20, inner2)] {
-            if bytes.len() >= at + 2 {
-                bytes[at..at + 2].copy_from_slice(&v.to_be_bytes());
-            }
-        }
-        if bytes.len() >= 15 {
-            bytes[14] = vihl;
-        }
+        set_fields(&mut bytes, &[(12, et), (16, inner), (20, inner2)], vihl);
         let g = ProtocolGraph::builtin();
         let t = PathTable::by_network_protocol(&g);
         let mut pool = BufferPool::new(PoolConfig { buffers: 2, ..PoolConfig::default() }).unwrap();

@@ -213,20 +213,29 @@ fn write_then_parse_round_trip_files() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The IPv4 table `name` of `../shared/data/routes`, or `None` (with a note) when the data
+/// set is not present: the tests on real tables are skipped then.
+fn real_ipv4(name: &str) -> Option<Vec<Route<Ipv4Addr>>> {
+    let p = Path::new(DATA).join(name);
+    if !p.exists() {
+        eprintln!("note: {} not present, skipping", p.display());
+        return None;
+    }
+    Some(load_ipv4_file(&p).unwrap())
+}
+
+const TIER1_V4: &str = "tier1-fulltable-ipv4.txt.xz";
+const RIPE_FIB_V4: &str = "ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz";
+
 #[test]
 fn real_tables_load() {
-    let v4 = Path::new(DATA).join("tier1-fulltable-ipv4.txt.xz");
-    if !v4.exists() {
-        eprintln!("note: {} not present, skipping", v4.display());
+    let Some(r) = real_ipv4(TIER1_V4) else {
         return;
-    }
-    let r = load_ipv4_file(&v4).unwrap();
+    };
     assert_eq!(r.len(), 901_899);
     let r6 = load_ipv6_file(Path::new(DATA).join("tier1-fulltable-ipv6.txt.xz")).unwrap();
     assert_eq!(r6.len(), 160_147);
-    let fib =
-        load_ipv4_file(Path::new(DATA).join("ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz"))
-            .unwrap();
+    let fib = load_ipv4_file(Path::new(DATA).join(RIPE_FIB_V4)).unwrap();
     assert_eq!(fib.len(), 323_485);
     let nhs: HashSet<u32> = fib.iter().map(|r| r.next_hop).collect();
     assert_eq!(nhs.len(), 23, "23 distinct IXP next hops, interned");
@@ -345,12 +354,9 @@ proptest! {
 /// The clustered generator's constants are what the tier1 file gives (skipped without it).
 #[test]
 fn clustered_model_constants_match_tier1() {
-    let p = Path::new(DATA).join("tier1-fulltable-ipv4.txt.xz");
-    if !p.exists() {
-        eprintln!("skipping: {} not present", p.display());
+    let Some(t) = real_ipv4(TIER1_V4) else {
         return;
-    }
-    let t = load_ipv4_file(&p).unwrap();
+    };
     let set: HashSet<(u32, u8)> = t.iter().map(|r| (u32::from(r.addr), r.len)).collect();
     let mask = |l: u8| if l == 0 { 0 } else { u32::MAX << (32 - l) };
     let mut per8 = [0u32; 256];
@@ -393,14 +399,9 @@ fn clustered_model_constants_match_tier1() {
 /// generated tables (skipped without the files).
 #[test]
 fn union_of_real_tables_and_quarter_stats() {
-    let p1 = Path::new(DATA).join("tier1-fulltable-ipv4.txt.xz");
-    let p2 = Path::new(DATA).join("ripe-ris-bview-20100701.0759.peer-as4777.fib.tsv.xz");
-    if !p1.exists() || !p2.exists() {
-        eprintln!("skipping: route files not present");
+    let (Some(a), Some(b)) = (real_ipv4(TIER1_V4), real_ipv4(RIPE_FIB_V4)) else {
         return;
-    }
-    let a = load_ipv4_file(&p1).unwrap();
-    let b = load_ipv4_file(&p2).unwrap();
+    };
     let u = union_prefixes(&[&a, &b]);
     assert_eq!(u.len(), 1_069_869);
     assert!(u

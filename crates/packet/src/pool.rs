@@ -597,18 +597,7 @@ impl BufferPool {
     /// already free.
     #[inline]
     pub fn free(&mut self, bi: u32) -> bool {
-        let m = &mut self.meta[bi as usize];
-        if m.flags.contains(MetaFlags::FREE) {
-            self.double_frees += 1;
-            return false;
-        }
-        m.flags = MetaFlags::FREE;
-        self.free.push(bi);
-        self.in_use -= 1;
-        if self.backend.is_some() {
-            self.spill();
-        }
-        true
+        self.free_bulk(std::slice::from_ref(&bi)) == 1
     }
 
     /// Returns buffers to the pool; returns how many were freed (already-free buffers are
