@@ -199,10 +199,6 @@ proptest! {
         }
         fast_agrees(&g, &frame[..cut.min(frame.len())])?;
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
 
     /// The batcher's `ethernet-input` work ([`strip_to_l3`], with and without the fast
     /// path's class) is `ethernet_input_one`'s: same verdict for IPv4/IPv6, same metadata
