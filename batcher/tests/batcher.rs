@@ -21,6 +21,42 @@ fn mac(i: u8) -> pktvec_packet::wire::MacAddr {
     [2, 0, 0, 0, 0, i].into()
 }
 
+/// An Ethernet frame with `vlans` tags, IPv6 (addresses from `a`, `b`) or IPv4 with
+/// `opts` words of options, then UDP (`l4` 0), TCP (1), ICMP echo (2) or 8 raw bytes,
+/// padded to 60 bytes.
+#[allow(clippy::too_many_arguments)]
+fn build_frame(
+    vlans: usize,
+    v6: bool,
+    a: u32,
+    b: u32,
+    opts: usize,
+    l4: u8,
+    sport: u16,
+    dport: u16,
+) -> Vec<u8> {
+    let mut pb = PacketBuilder::ethernet(mac(1), mac(2));
+    for k in 0..vlans {
+        pb = pb.vlan(10 + k as u16);
+    }
+    pb = if v6 {
+        pb.ipv6(
+            Ipv6Addr::from(((a as u128) << 96) | 1),
+            Ipv6Addr::from(((b as u128) << 96) | 2),
+        )
+    } else {
+        pb.ipv4(Ipv4Addr::from(a), Ipv4Addr::from(b))
+            .ipv4_options(&vec![1u8; opts * 4])
+    };
+    pb = match l4 {
+        0 => pb.udp(sport, dport),
+        1 => pb.tcp(sport, dport, TcpFlags::SYN),
+        2 => pb.icmp_echo(5, 6),
+        _ => pb.payload_len(8),
+    };
+    pb.pad_to(60).build()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -42,21 +78,7 @@ proptest! {
         sport in any::<u16>(), dport in any::<u16>(), a in any::<u32>(), b in any::<u32>(),
         opts in 0usize..3,
     ) {
-        let mut pb = PacketBuilder::ethernet(mac(1), mac(2));
-        for k in 0..vlans {
-            pb = pb.vlan(10 + k as u16);
-        }
-        pb = if v6 {
-            pb.ipv6(Ipv6Addr::from(((a as u128) << 96) | 1), Ipv6Addr::from(((b as u128) << 96) | 2))
-        } else {
-            pb.ipv4(Ipv4Addr::from(a), Ipv4Addr::from(b)).ipv4_options(&vec![1u8; opts * 4])
-        };
-        pb = match l4 {
-            0 => pb.udp(sport, dport),
-            1 => pb.tcp(sport, dport, TcpFlags::SYN),
-            _ => pb.payload_len(8),
-        };
-        let frame = pb.pad_to(60).build();
+        let frame = build_frame(vlans, v6, a, b, opts, [0, 1, 3][l4 as usize], sport, dport);
         let g = ProtocolGraph::builtin();
         let mut p = Parsed::default();
         g.parse(&frame, &mut p);
@@ -176,22 +198,7 @@ proptest! {
         vlans in 0usize..3, v6 in any::<bool>(), l4 in 0u8..4, opts in 0usize..3,
         a in any::<u32>(), b in any::<u32>(), cut in 0usize..80,
     ) {
-        let mut pb = PacketBuilder::ethernet(mac(1), mac(2));
-        for k in 0..vlans {
-            pb = pb.vlan(10 + k as u16);
-        }
-        pb = if v6 {
-            pb.ipv6(Ipv6Addr::from(((a as u128) << 96) | 1), Ipv6Addr::from(((b as u128) << 96) | 2))
-        } else {
-            pb.ipv4(Ipv4Addr::from(a), Ipv4Addr::from(b)).ipv4_options(&vec![1u8; opts * 4])
-        };
-        pb = match l4 {
-            0 => pb.udp(1, 2),
-            1 => pb.tcp(3, 4, TcpFlags::SYN),
-            2 => pb.icmp_echo(5, 6),
-            _ => pb.payload_len(8),
-        };
-        let frame = pb.pad_to(60).build();
+        let frame = build_frame(vlans, v6, a, b, opts, l4, 1, 2);
         let g = ProtocolGraph::builtin();
         let hits = fast_agrees(&g, &frame)?;
         if vlans == 0 && (v6 || opts == 0) {
