@@ -113,12 +113,11 @@ struct PrefetchHints {
     meta: usize,
     /// Address of buffer 0's byte at the default headroom.
     data: usize,
-    stride: usize,
     count: u32,
 }
 
 impl PrefetchHints {
-    fn new(meta: &[BufferMeta], arena: &Arena, stride: usize, headroom: u16) -> Self {
+    fn new(meta: &[BufferMeta], arena: &Arena, headroom: u16) -> Self {
         let base = match arena {
             Arena::Owned(a) => a.as_ptr() as usize,
             Arena::External(r) => r.base.as_ptr() as usize,
@@ -126,7 +125,6 @@ impl PrefetchHints {
         PrefetchHints {
             meta: meta.as_ptr() as usize,
             data: base + headroom as usize,
-            stride,
             count: meta.len() as u32,
         }
     }
@@ -260,7 +258,7 @@ impl BufferPool {
         // LIFO free list: index 0 is handed out first.
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
         let arena = Arena::Owned(arena);
-        let hints = PrefetchHints::new(&meta, &arena, stride_lines * CACHE_LINE, cfg.headroom);
+        let hints = PrefetchHints::new(&meta, &arena, cfg.headroom);
         Ok(BufferPool {
             meta,
             hints,
@@ -322,7 +320,7 @@ impl BufferPool {
             n
         ];
         let arena = Arena::External(region);
-        let hints = PrefetchHints::new(&meta, &arena, region.stride, region.headroom);
+        let hints = PrefetchHints::new(&meta, &arena, region.headroom);
         Ok(BufferPool {
             meta,
             hints,
@@ -604,9 +602,8 @@ impl BufferPool {
     /// refused and counted in [`double_frees`](Self::double_frees)).
     #[inline]
     pub fn free_bulk(&mut self, bis: &[u32]) -> usize {
-        // As `free` per buffer, with the in-use count and the spill to the backend done
-        // once per call (the free list never grows past the pool's size, so no push
-        // reallocates).
+        // The in-use count and the spill to the backend are updated once per call (the
+        // free list never grows past the pool's size, so no push reallocates).
         let mut n = 0;
         for &bi in bis {
             let m = &mut self.meta[bi as usize];
@@ -739,7 +736,7 @@ impl BufferPool {
     pub fn prefetch_data(&self, bi: u32) {
         let h = &self.hints;
         if bi < h.count {
-            prefetch::prefetch_ptr((h.data + bi as usize * h.stride) as *const u8);
+            prefetch::prefetch_ptr((h.data + bi as usize * self.stride) as *const u8);
         }
     }
 
@@ -750,7 +747,7 @@ impl BufferPool {
         if bi < h.count {
             let i = bi as usize;
             prefetch::prefetch_ptr((h.meta + i * size_of::<BufferMeta>()) as *const u8);
-            prefetch::prefetch_ptr((h.data + i * h.stride) as *const u8);
+            prefetch::prefetch_ptr((h.data + i * self.stride) as *const u8);
         }
     }
 }
@@ -789,7 +786,7 @@ mod tests {
             let meta = p.meta(bi) as *const BufferMeta as usize;
             assert_eq!(h.meta + bi as usize * size_of::<BufferMeta>(), meta);
             let data = p.bytes(bi).as_ptr() as usize + p.headroom as usize;
-            assert_eq!(h.data + bi as usize * h.stride, data);
+            assert_eq!(h.data + bi as usize * p.stride, data);
             assert_eq!(p.packet(bi).data().as_ptr() as usize, data);
             p.prefetch(bi);
         }
