@@ -87,7 +87,12 @@ struct Line([u8; CACHE_LINE]);
 /// One pool per worker: it is `Send` but is used by one thread at a time.
 pub struct BufferPool {
     meta: Vec<BufferMeta>,
+    /// Keeps the buffers' memory alive; every access goes through `region`.
+    #[allow(dead_code)]
     arena: Arena,
+    /// Where the buffers are, for both arenas (`region.count == meta.len()`): the fast path
+    /// reaches a buffer with one multiply-add, whichever arena holds it.
+    region: ExternalRegion,
     stride: usize,
     headroom: u16,
     buf_size: u16,
@@ -105,38 +110,33 @@ pub struct BufferPool {
 }
 
 /// Where a buffer's metadata line and first data line are, as plain addresses, so that a
-/// prefetch is one bounds test and two multiply-adds (no arena match, no slice): the
-/// loops prefetch every packet in every node.
+/// prefetch is two multiply-adds (no bounds test, no slice): the loops prefetch every
+/// packet in every node.
 #[derive(Clone, Copy, Debug)]
 struct PrefetchHints {
     /// Address of `meta[0]`.
     meta: usize,
     /// Address of buffer 0's byte at the default headroom.
     data: usize,
-    count: u32,
 }
 
 impl PrefetchHints {
-    fn new(meta: &[BufferMeta], arena: &Arena, headroom: u16) -> Self {
-        let base = match arena {
-            Arena::Owned(a) => a.as_ptr() as usize,
-            Arena::External(r) => r.base.as_ptr() as usize,
-        };
+    fn new(meta: &[BufferMeta], region: &ExternalRegion) -> Self {
         PrefetchHints {
             meta: meta.as_ptr() as usize,
-            data: base + headroom as usize,
-            count: meta.len() as u32,
+            data: region.base.as_ptr() as usize + region.headroom as usize,
         }
     }
 }
 
 /// Where the buffer bytes live.
 enum Arena {
-    /// Allocated by the pool.
-    Owned(Vec<Line>),
+    /// Allocated by the pool; reached only through the pool's region, which was made from
+    /// this vector's pointer (the vector is never read, written or resized again).
+    Owned(#[allow(dead_code)] Vec<Line>),
     /// Owned by a [`BufferBackend`] (e.g. a DPDK mempool), described by an
     /// [`ExternalRegion`].
-    External(ExternalRegion),
+    External,
 }
 
 /// Buffers in memory the pool does not own, laid out at a fixed stride: buffer `i` is the
@@ -254,15 +254,31 @@ impl BufferPool {
             };
             n
         ];
-        let arena = vec![Line([0; CACHE_LINE]); n * stride_lines];
+        let mut lines = vec![Line([0; CACHE_LINE]); n * stride_lines];
+        let base = std::ptr::NonNull::new(lines.as_mut_ptr().cast::<u8>())
+            .ok_or(PoolError::BadConfig("empty arena"))?;
+        // SAFETY: `lines` holds `n * stride_lines` lines, i.e. `n` buffers of `buf_size`
+        // bytes at a stride of `stride_lines` lines, without overlap. It moves into
+        // `Arena::Owned` below (moving a `Vec` does not move its heap memory), lives as long
+        // as the pool, and is never accessed or resized again except through this region.
+        let region = unsafe {
+            ExternalRegion::new(
+                base,
+                stride_lines * CACHE_LINE,
+                cfg.buffers,
+                buf_size,
+                cfg.headroom,
+            )
+        }?;
         // LIFO free list: index 0 is handed out first.
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
-        let arena = Arena::Owned(arena);
-        let hints = PrefetchHints::new(&meta, &arena, cfg.headroom);
+        let arena = Arena::Owned(lines);
+        let hints = PrefetchHints::new(&meta, &region);
         Ok(BufferPool {
             meta,
             hints,
             arena,
+            region,
             stride: stride_lines * CACHE_LINE,
             headroom: cfg.headroom,
             buf_size,
@@ -319,11 +335,12 @@ impl BufferPool {
             };
             n
         ];
-        let arena = Arena::External(region);
-        let hints = PrefetchHints::new(&meta, &arena, region.headroom);
+        let arena = Arena::External;
+        let hints = PrefetchHints::new(&meta, &region);
         Ok(BufferPool {
             meta,
             hints,
+            region,
             stride: region.stride,
             headroom: region.headroom,
             buf_size: region.buf_size,
@@ -567,22 +584,13 @@ impl BufferPool {
         let m = self.meta[bi as usize];
         let new = self.alloc()?;
         let size = self.buf_size as usize;
-        match &mut self.arena {
-            Arena::Owned(a) => {
-                let src = bi as usize * self.stride;
-                let dst = new as usize * self.stride;
-                bytemuck::cast_slice_mut::<Line, u8>(a).copy_within(src..src + size, dst);
-            }
-            Arena::External(r) => {
-                // SAFETY: `bi` indexed `meta` above and `new` is a pool buffer, so both are
-                // < count; the region contract makes both ranges valid for `buf_size` bytes
-                // and disjoint when the indices differ, which the `if` checks.
-                if new != bi {
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), size)
-                    };
-                }
-            }
+        // SAFETY: `bi` indexed `meta` above and `new` is a pool buffer, so both are
+        // < count; the region contract makes both ranges valid for `buf_size` bytes and
+        // disjoint when the indices differ, which the `if` checks; `&mut self` keeps every
+        // other reference to the pool's buffers away.
+        if new != bi {
+            let r = &self.region;
+            unsafe { std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), size) };
         }
         let mut flags = m.flags;
         flags.remove(MetaFlags::FREE);
@@ -602,19 +610,26 @@ impl BufferPool {
     /// refused and counted in [`double_frees`](Self::double_frees)).
     #[inline]
     pub fn free_bulk(&mut self, bis: &[u32]) -> usize {
-        // The in-use count and the spill to the backend are updated once per call (the
-        // free list never grows past the pool's size, so no push reallocates).
+        // The in-use count and the spill to the backend are updated once per call, and the
+        // loop has no branch: every index is written to the next free-list slot, which
+        // only advances when the buffer was in use (the free list never grows past the
+        // pool's size unless `bis` holds double frees, so the resize does not reallocate).
+        let base = self.free.len();
+        self.free.resize(base + bis.len(), 0);
+        let slots = &mut self.free[base..];
         let mut n = 0;
         for &bi in bis {
             let m = &mut self.meta[bi as usize];
-            if m.flags.contains(MetaFlags::FREE) {
-                self.double_frees += 1;
-                continue;
-            }
+            let was_free = m.flags.contains(MetaFlags::FREE);
             m.flags = MetaFlags::FREE;
-            self.free.push(bi);
-            n += 1;
+            // Always some: `n` is at most the number of indices seen before this one.
+            if let Some(s) = slots.get_mut(n) {
+                *s = bi;
+            }
+            n += usize::from(!was_free);
         }
+        self.free.truncate(base + n);
+        self.double_frees += (bis.len() - n) as u64;
         self.in_use -= n;
         if self.backend.is_some() {
             self.spill();
@@ -633,34 +648,23 @@ impl BufferPool {
     /// The whole buffer `bi` (headroom and data room). Panics if `bi` is out of range.
     #[inline]
     fn bytes(&self, bi: u32) -> &[u8] {
-        let start = bi as usize * self.stride;
-        let size = self.buf_size as usize;
-        match &self.arena {
-            Arena::Owned(a) => &bytemuck::cast_slice::<Line, u8>(a)[start..start + size],
-            Arena::External(r) => {
-                assert!(bi < r.count, "buffer index {bi} out of range");
-                // SAFETY: `bi < count`, so the range is inside the region, valid and not
-                // shared with anyone else while the pool holds the buffer (the contract of
-                // `ExternalRegion::new`); `&self` keeps writers of this pool away.
-                unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), size) }
-            }
-        }
+        let r = &self.region;
+        assert!(bi < r.count, "buffer index {bi} out of range");
+        // SAFETY: `bi < count`, so the range is inside the region, valid and not shared
+        // with anyone else while the pool holds the buffer (the contract of
+        // `ExternalRegion::new`, kept by `new` for the owned arena); `&self` keeps writers
+        // of this pool away.
+        unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), r.buf_size as usize) }
     }
 
     /// The whole buffer `bi`, writable. Panics if `bi` is out of range.
     #[inline]
     fn bytes_mut(&mut self, bi: u32) -> &mut [u8] {
-        let start = bi as usize * self.stride;
-        let size = self.buf_size as usize;
-        match &mut self.arena {
-            Arena::Owned(a) => &mut bytemuck::cast_slice_mut::<Line, u8>(a)[start..start + size],
-            Arena::External(r) => {
-                assert!(bi < r.count, "buffer index {bi} out of range");
-                // SAFETY: as in `bytes`; `&mut self` makes this the only reference into the
-                // pool's buffers, and distinct indices never overlap.
-                unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), size) }
-            }
-        }
+        let r = &self.region;
+        assert!(bi < r.count, "buffer index {bi} out of range");
+        // SAFETY: as in `bytes`; `&mut self` makes this the only reference into the pool's
+        // buffers, and distinct indices never overlap.
+        unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) }
     }
 
     /// Metadata of buffer `bi`.
@@ -685,20 +689,20 @@ impl BufferPool {
     }
 
     /// Write access to packet `bi` (metadata and data).
+    ///
+    /// # Panics
+    /// If `bi` is not an index of this pool (a bug, not a packet error).
     #[inline]
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
-        let start = bi as usize * self.stride;
-        let size = self.buf_size as usize;
-        let bytes: &mut [u8] = match &mut self.arena {
-            Arena::Owned(a) => &mut bytemuck::cast_slice_mut::<Line, u8>(a)[start..start + size],
-            Arena::External(r) => {
-                assert!(bi < r.count, "buffer index {bi} out of range");
-                // SAFETY: as in `bytes_mut`; the metadata borrowed next is a separate
-                // allocation.
-                unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), size) }
-            }
-        };
-        PacketMut::new(&mut self.meta[bi as usize], bytes)
+        let r = &self.region;
+        // One bounds check serves both: `meta.len() == region.count`.
+        let meta = &mut self.meta[bi as usize];
+        debug_assert!(bi < r.count);
+        // SAFETY: `bi < meta.len() == count` (the index above would have panicked), so as in
+        // `bytes_mut`; the metadata is a separate allocation.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) };
+        PacketMut::new(meta, bytes)
     }
 
     /// The packet bytes of buffer `bi` (same as `packet(bi).data()`).
@@ -725,9 +729,9 @@ impl BufferPool {
     #[inline(always)]
     pub fn prefetch_meta(&self, bi: u32) {
         let h = &self.hints;
-        if bi < h.count {
-            prefetch::prefetch_ptr((h.meta + bi as usize * size_of::<BufferMeta>()) as *const u8);
-        }
+        prefetch::prefetch_ptr(
+            h.meta.wrapping_add(bi as usize * size_of::<BufferMeta>()) as *const u8
+        );
     }
 
     /// Prefetches the first data line of buffer `bi` at the default headroom, where the
@@ -735,20 +739,17 @@ impl BufferPool {
     #[inline(always)]
     pub fn prefetch_data(&self, bi: u32) {
         let h = &self.hints;
-        if bi < h.count {
-            prefetch::prefetch_ptr((h.data + bi as usize * self.stride) as *const u8);
-        }
+        prefetch::prefetch_ptr(h.data.wrapping_add(bi as usize * self.stride) as *const u8);
     }
 
     /// Prefetches metadata and first data line of buffer `bi`.
     #[inline(always)]
     pub fn prefetch(&self, bi: u32) {
-        let h = &self.hints;
-        if bi < h.count {
-            let i = bi as usize;
-            prefetch::prefetch_ptr((h.meta + i * size_of::<BufferMeta>()) as *const u8);
-            prefetch::prefetch_ptr((h.data + i * self.stride) as *const u8);
-        }
+        // No bounds test: a prefetch of an index outside the pool is useless but harmless
+        // (it never faults), and this runs for every packet in every node.
+        let (h, i) = (&self.hints, bi as usize);
+        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<BufferMeta>()) as *const u8);
+        prefetch::prefetch_ptr(h.data.wrapping_add(i * self.stride) as *const u8);
     }
 }
 

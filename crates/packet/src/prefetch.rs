@@ -35,9 +35,9 @@ pub(crate) fn prefetch_ptr(p: *const u8) {
         #[cfg(target_arch = "x86_64")]
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: PREFETCHT0 is part of SSE, which every x86_64 CPU has; a prefetch never
-        // dereferences its operand architecturally and cannot fault, whatever `p` is. The
-        // callers pass the address of a live object: a reference, or (the buffer pool) an
-        // address inside its metadata array or arena for an index it has bounds-checked.
+        // dereferences its operand architecturally and cannot fault, whatever `p` is (the
+        // buffer pool passes addresses computed from an index without checking the index:
+        // an index outside the pool only makes the hint useless).
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) };
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
