@@ -331,12 +331,12 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         loops::quad_loop(
-            &mut self.rt.pool,
+            &mut self.rt.pool.packets_mut(),
             bufs,
             d,
-            |pool, bi| pool.prefetch(bi),
-            |pool, i, bi| {
-                let mut p = pool.packet_mut(bi);
+            |pk, bi| pk.prefetch(bi),
+            |pk, i, bi| {
+                let mut p = pk.packet_mut(bi);
                 let v = f(&mut p);
                 nexts[i] = map.slot(v, p.meta_mut());
             },
@@ -361,13 +361,13 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         loops::two_phase::<K, _>(
-            &mut self.rt.pool,
+            &mut self.rt.pool.packets_mut(),
             bufs,
             b,
-            |pool, _i, bi| key(pool.packet(bi)),
-            |pool, bi| pool.prefetch(bi),
-            |pool, i, bi, k| {
-                let mut p = pool.packet_mut(bi);
+            |pk, _i, bi| key(pk.packet(bi)),
+            |pk, bi| pk.prefetch(bi),
+            |pk, i, bi, k| {
+                let mut p = pk.packet_mut(bi);
                 let v = lookup(&mut p, k);
                 nexts[i] = map.slot(v, p.meta_mut());
             },

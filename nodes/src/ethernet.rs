@@ -84,7 +84,7 @@ pub fn ethernet_input_one(
         EtherType::IPV6 => EthernetNext::Ip6,
         EtherType::ARP => EthernetNext::Arp,
         ETHERTYPE_NDN => EthernetNext::Ndn,
-        _ => return ethernet_input_tagged(pkt),
+        _ => return ethernet_input_tagged(pkt.reborrow()),
     };
     // `d` is the packet's window (offset and length already clamped to the buffer) and
     // holds at least 14 bytes: the same edit as `advance(14)`, without recomputing it.
@@ -102,7 +102,7 @@ pub fn ethernet_input_one(
 /// VLAN-tagged or unknown EtherType: the general parser.
 #[inline(never)]
 fn ethernet_input_tagged(
-    pkt: &mut pktvec_packet::PacketMut<'_>,
+    mut pkt: pktvec_packet::PacketMut<'_>,
 ) -> Verdict<EthernetNext, EthernetError> {
     let l2 = match parse_l2(pkt.data()) {
         Ok(l2) => l2,
@@ -262,7 +262,7 @@ mod tests {
             f[16..18].copy_from_slice(&inner.to_be_bytes());
             f.truncate(len);
             let fast = run(&f, ethernet_input_one);
-            let general = run(&f, ethernet_input_tagged);
+            let general = run(&f, |p| ethernet_input_tagged(p.reborrow()));
             prop_assert_eq!(fast.0, general.0);
             prop_assert_eq!(fast.1, general.1);
             let (a, b) = (fast.2, general.2);

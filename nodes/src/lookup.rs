@@ -107,14 +107,13 @@ impl Node for Ip4Lookup {
         let (keys, answers) = (&mut self.keys[..n], &mut self.answers[..n]);
         // The headers are in cache: ip4-input has just read them.
         let mut truncated = false;
-        let pool = cx.pool();
+        let mut pool = cx.pool_mut().packets_mut();
         for (k, &bi) in keys.iter_mut().zip(bufs) {
             let d = dst4(&pool.packet(bi));
             truncated |= d.is_none();
             *k = d.unwrap_or(0);
         }
         self.fib.lookup_vector_raw(keys, answers, b);
-        let pool = cx.pool_mut();
         let rewrite = Ip4LookupNext::Rewrite.index();
         for ((slot, &bi), &a) in nexts.iter_mut().zip(bufs).zip(answers.iter()) {
             let m = pool.meta_mut(bi);

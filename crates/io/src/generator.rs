@@ -646,23 +646,29 @@ impl Node for GeneratorSource {
         }
         let got = cx.alloc_into(frame, want);
         let start = frame.len() - got;
-        let pool = cx.pool_mut();
+        let mut pool = cx.pool_mut().packets_mut();
         match self.replay.as_mut() {
             Some(r) => {
+                // The position lives in a register for the loop (the packet writes could
+                // alias `r` as far as the compiler knows, so `r.pos` would be reloaded).
+                let (index, bytes, mut pos) = (&r.index[..], &r.bytes[..], r.pos);
                 for &bi in &frame.buffers()[start..] {
-                    let (off, len, flow, rx) = r.index[r.pos];
-                    r.pos += 1;
-                    if r.pos == r.index.len() {
-                        r.pos = 0;
+                    let Some(&(off, len, flow, rx)) = index.get(pos) else {
+                        break;
+                    };
+                    pos += 1;
+                    if pos == index.len() {
+                        pos = 0;
                     }
                     let mut p = pool.packet_mut(bi);
                     // The packet and what follows it: its padding makes 64 bytes at least.
-                    let src = r.bytes.get(off as usize..).unwrap_or_default();
+                    let src = bytes.get(off as usize..).unwrap_or_default();
                     p.append_chunks(src, len as usize);
                     let m = p.meta_mut();
                     m.rx_if = rx;
                     m.opaque = flow;
                 }
+                r.pos = pos;
             }
             None => {
                 for &bi in &frame.buffers()[start..] {

@@ -47,6 +47,6 @@ pub mod wire;
 pub use meta::{BufferMeta, MetaFlags, META_USER_BYTES, NO_INTERFACE};
 pub use packet::{Packet, PacketError, PacketMut};
 pub use pool::{
-    BufferBackend, BufferPool, ExternalRegion, PoolConfig, PoolError, CACHE_LINE,
+    BufferBackend, BufferPool, ExternalRegion, PacketsMut, PoolConfig, PoolError, CACHE_LINE,
     DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, EXTERNAL_CACHE,
 };

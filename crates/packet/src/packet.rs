@@ -103,6 +103,28 @@ pub struct PacketMut<'a> {
 }
 
 impl<'a> PacketMut<'a> {
+    /// A shorter-lived `PacketMut` over the same packet (what `&mut *r` is for a
+    /// reference). Lets a node hand the packet by value to an out-of-line slow path, so the
+    /// fast path never has to keep the packet in memory for a call it rarely makes.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PacketMut};
+    /// fn slow(mut p: PacketMut<'_>) { p.truncate(1) }
+    /// let mut pool = BufferPool::new(Default::default())?;
+    /// let bi = pool.alloc_with(b"abc")?;
+    /// let mut p = pool.packet_mut(bi);
+    /// slow(p.reborrow());
+    /// assert_eq!(p.data(), b"a");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn reborrow(&mut self) -> PacketMut<'_> {
+        PacketMut {
+            meta: self.meta,
+            buf: self.buf,
+        }
+    }
+
     /// A packet over a whole buffer (headroom included) and its metadata.
     #[inline]
     pub fn new(meta: &'a mut BufferMeta, buf: &'a mut [u8]) -> Self {

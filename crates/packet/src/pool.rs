@@ -753,6 +753,97 @@ impl BufferPool {
     }
 }
 
+impl BufferPool {
+    /// Borrows the pool's packets for one pass over a vector: [`PacketsMut`] holds the
+    /// addresses the fast path needs by value, so a loop over it keeps them in registers
+    /// instead of reloading them from the pool for every packet.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bis = [pool.alloc_with(b"ab")?, pool.alloc_with(b"cd")?];
+    /// let mut pk = pool.packets_mut();
+    /// for &bi in &bis {
+    ///     pk.prefetch(bi);
+    ///     pk.packet_mut(bi).data_mut()[0] ^= 0x20;
+    /// }
+    /// assert_eq!(pool.data(bis[1]), b"Cd");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn packets_mut(&mut self) -> PacketsMut<'_> {
+        PacketsMut {
+            meta: &mut self.meta,
+            region: self.region,
+            hints: self.hints,
+            _bytes: std::marker::PhantomData,
+        }
+    }
+}
+
+/// The packets of a [`BufferPool`], mutably borrowed (see [`BufferPool::packets_mut`]):
+/// the same accessors as the pool's, for the nodes' per-packet loops.
+pub struct PacketsMut<'a> {
+    meta: &'a mut [BufferMeta],
+    region: ExternalRegion,
+    hints: PrefetchHints,
+    _bytes: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl PacketsMut<'_> {
+    /// Write access to packet `bi`, as [`BufferPool::packet_mut`].
+    ///
+    /// # Panics
+    /// If `bi` is not an index of the pool.
+    #[inline(always)]
+    pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
+        let r = &self.region;
+        let meta = &mut self.meta[bi as usize];
+        // SAFETY: `bi < meta.len() == count` (the index above would have panicked), so the
+        // range is one buffer of the region (valid, not overlapping another, per the
+        // region's contract, which `BufferPool::new` keeps for its own arena); `self`
+        // mutably borrows the whole pool for its lifetime and this `&mut self` makes the
+        // returned packet the only reference into the buffers; the metadata is a separate
+        // allocation.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) };
+        PacketMut::new(meta, bytes)
+    }
+
+    /// Read access to packet `bi`, as [`BufferPool::packet`].
+    ///
+    /// # Panics
+    /// If `bi` is not an index of the pool.
+    #[inline(always)]
+    pub fn packet(&self, bi: u32) -> Packet<'_> {
+        let r = &self.region;
+        let meta = &self.meta[bi as usize];
+        // SAFETY: as in `packet_mut`; `&self` keeps writers away while the packet lives.
+        let bytes = unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), r.buf_size as usize) };
+        Packet::new(meta, bytes)
+    }
+
+    /// Metadata of buffer `bi`, as [`BufferPool::meta`].
+    #[inline(always)]
+    pub fn meta(&self, bi: u32) -> &BufferMeta {
+        &self.meta[bi as usize]
+    }
+
+    /// Mutable metadata of buffer `bi`, as [`BufferPool::meta_mut`].
+    #[inline(always)]
+    pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
+        &mut self.meta[bi as usize]
+    }
+
+    /// Prefetches metadata and first data line of buffer `bi`, as [`BufferPool::prefetch`].
+    #[inline(always)]
+    pub fn prefetch(&self, bi: u32) {
+        let (h, i) = (&self.hints, bi as usize);
+        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<BufferMeta>()) as *const u8);
+        prefetch::prefetch_ptr(h.data.wrapping_add(i * self.region.stride) as *const u8);
+    }
+}
+
 impl Drop for BufferPool {
     /// Hands the local cache back to the backend (external memory); the backend's own drop
     /// then releases the memory.
