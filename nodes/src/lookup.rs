@@ -90,8 +90,7 @@ impl Ip4Lookup {
 
 #[inline(always)]
 fn dst4(p: &Packet<'_>) -> Option<u32> {
-    let d = p.data().get(16..20)?;
-    Some(u32::from_be_bytes([d[0], d[1], d[2], d[3]]))
+    p.bytes_at::<4>(16).map(|d| u32::from_be_bytes(*d))
 }
 
 impl Node for Ip4Lookup {
