@@ -567,6 +567,8 @@ struct Replay {
     /// (offset, length, flow, rx_if) per packet.
     index: Vec<(u32, u16, u32, u16)>,
     pos: usize,
+    /// The longest packet.
+    max_len: usize,
 }
 
 impl GeneratorSource {
@@ -617,10 +619,12 @@ impl GeneratorSource {
         for e in &mut index {
             e.0 += pad as u32;
         }
+        let max_len = index.iter().map(|e| e.1 as usize).max().unwrap_or(0);
         self.replay = Some(Replay {
             bytes: aligned,
             index,
             pos: 0,
+            max_len,
         });
         self
     }
@@ -646,8 +650,36 @@ impl Node for GeneratorSource {
         }
         let got = cx.alloc_into(frame, want);
         let start = frame.len() - got;
+        let blocks_fit = cx.pool().data_room() as usize >= REPLAY_CHUNK;
         let mut pool = cx.pool_mut().packets_mut();
         match self.replay.as_mut() {
+            // Minimum-size frames (every replayed packet within one 64-byte block, and a
+            // fresh buffer's tailroom holds a block): one block copy per packet and no
+            // call in the loop, so the loop keeps its state in registers.
+            Some(r) if r.max_len <= REPLAY_CHUNK && blocks_fit => {
+                let (index, bytes, mut pos) = (&r.index[..], &r.bytes[..], r.pos);
+                for &bi in &frame.buffers()[start..] {
+                    let Some(&(off, len, flow, rx)) = index.get(pos) else {
+                        break;
+                    };
+                    pos += 1;
+                    if pos == index.len() {
+                        pos = 0;
+                    }
+                    let mut p = pool.packet_mut(bi);
+                    // Always some: each packet is stored from a 64-byte boundary, padded.
+                    if let Some(block) = bytes
+                        .get(off as usize..)
+                        .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
+                    {
+                        p.append_block64(block, len as usize);
+                    }
+                    let m = p.meta_mut();
+                    m.rx_if = rx;
+                    m.opaque = flow;
+                }
+                r.pos = pos;
+            }
             Some(r) => {
                 // The position lives in a register for the loop (the packet writes could
                 // alias `r` as far as the compiler knows, so `r.pos` would be reloaded).

@@ -272,6 +272,40 @@ impl<'a> PacketMut<'a> {
         Ok(&mut self.buf[e..e + n])
     }
 
+    /// Appends the first `n` bytes of a 64-byte block by copying the whole block (four
+    /// vector moves, no call, no variable-length copy) and returns `n`; appends nothing and
+    /// returns 0 when `n` > 64 or the tailroom is under 64 bytes. For replaying sources of
+    /// minimum-size frames; bytes past the new end of the packet are tailroom.
+    ///
+    /// ```
+    /// # use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bi = pool.alloc().unwrap();
+    /// let mut block = [0u8; 64];
+    /// block[..5].copy_from_slice(b"hello");
+    /// assert_eq!(pool.packet_mut(bi).append_block64(&block, 5), 5);
+    /// assert_eq!(pool.packet_mut(bi).append_block64(&block, 65), 0);
+    /// assert_eq!(pool.data(bi), b"hello");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn append_block64(&mut self, block: &[u8; 64], n: usize) -> usize {
+        let (s, e) = window(self.meta, self.buf.len());
+        match self
+            .buf
+            .get_mut(e..)
+            .and_then(|b| b.first_chunk_mut::<64>())
+        {
+            Some(d) if n <= 64 => {
+                *d = *block;
+                self.meta.data_offset = s as u16;
+                self.meta.len = (e + n - s) as u16;
+                n
+            }
+            _ => 0,
+        }
+    }
+
     /// Appends the first `n` bytes of `src` (at most `src.len()`, at most the tailroom:
     /// the rest is cut, as a receive ring cuts an oversize frame) and returns how many were
     /// appended. When `n` ≤ 64 and both `src` and the tailroom hold 64 bytes, it copies one
@@ -339,6 +373,37 @@ mod tests {
             let p = pool.packet(bi);
             prop_assert_eq!(p.bytes_at::<4>(at).map(|x| x.as_slice()), p.data().get(at..at + 4));
             prop_assert_eq!(p.bytes_at::<20>(at).map(|x| x.as_slice()), p.data().get(at..at + 20));
+        }
+
+        /// `append_block64` appends what `append_chunks` does whenever it appends at all,
+        /// and appends nothing otherwise.
+        #[test]
+        fn append_block64_equals_append_chunks(
+            block in proptest::array::uniform32(any::<u8>()),
+            n in 0usize..80,
+            before in 0usize..100,
+            data_room in 1u16..200,
+        ) {
+            let mut b64 = [0u8; 64];
+            b64[..32].copy_from_slice(&block);
+            b64[32..].copy_from_slice(&block);
+            let cfg = PoolConfig { buffers: 2, headroom: 32, data_room };
+            let mut pool = BufferPool::new(cfg).unwrap();
+            let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
+            let pre: Vec<u8> = (0..before.min(data_room as usize)).map(|i| i as u8).collect();
+            for bi in [a, b] {
+                pool.packet_mut(bi).append(pre.len()).unwrap().copy_from_slice(&pre);
+            }
+            let room = pool.packet(a).tailroom();
+            let got = pool.packet_mut(a).append_block64(&b64, n);
+            if n <= 64 && room >= 64 {
+                prop_assert_eq!(got, n);
+                prop_assert_eq!(pool.packet_mut(b).append_chunks(&b64, n), n);
+                prop_assert_eq!(pool.data(a), pool.data(b));
+            } else {
+                prop_assert_eq!(got, 0);
+                prop_assert_eq!(pool.data(a), &pre[..]);
+            }
         }
 
         /// `append_chunks` appends exactly what an exact copy would, whatever the padding,
