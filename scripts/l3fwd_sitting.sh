@@ -4,7 +4,9 @@
 # then a summary (median Mpps by the wall clock and by the forwarding thread's CPU time,
 # range, median cycles/packet per node) as JSON on stdout.
 #
-#   scripts/l3fwd_sitting.sh OUTDIR RUNS name=path/to/l3fwd [name=path ...] > summary.json
+#   scripts/l3fwd_sitting.sh OUTDIR RUNS name=path/to/l3fwd[@extra args] [...] > summary.json
+#
+# `@` adds arguments to one variant, e.g. `p0=target/release/examples/l3fwd@--prefetch 0`.
 #
 # e.g. scripts/l3fwd_sitting.sh /tmp/l3sit 9 base=/tmp/l3fwd-base new=target/release/examples/l3fwd
 set -euo pipefail
@@ -13,10 +15,11 @@ T1=${TIER1:-$(dirname "$0")/../../shared/data/routes/tier1-fulltable-ipv4.txt.xz
 mkdir -p "$out"
 for i in $(seq 1 "$runs"); do
   for nb in "$@"; do
-    name=${nb%%=*}; bin=${nb#*=}
-    flock /tmp/pktvec-bench.lock "$bin" -n 10000000 --json > "$out/gen.$name.$i.json" 2>/dev/null
+    name=${nb%%=*}; spec=${nb#*=}; bin=${spec%%@*}; extra=()
+    if [ "$spec" != "$bin" ]; then read -r -a extra <<< "${spec#*@}"; fi
+    flock /tmp/pktvec-bench.lock "$bin" -n 10000000 "${extra[@]}" --json > "$out/gen.$name.$i.json" 2>/dev/null
     if [ -f "$T1" ]; then
-      flock /tmp/pktvec-bench.lock "$bin" -n 10000000 --routes "$T1" --json > "$out/tier1.$name.$i.json" 2>/dev/null
+      flock /tmp/pktvec-bench.lock "$bin" -n 10000000 "${extra[@]}" --routes "$T1" --json > "$out/tier1.$name.$i.json" 2>/dev/null
     fi
     echo "run $i $name done" >&2
   done
