@@ -87,9 +87,9 @@ struct Line([u8; CACHE_LINE]);
 /// One pool per worker: it is `Send` but is used by one thread at a time.
 pub struct BufferPool {
     meta: Vec<BufferMeta>,
-    /// Keeps the buffers' memory alive; every access goes through `region`.
-    #[allow(dead_code)]
-    arena: Arena,
+    /// The buffers' memory when the pool allocated it (`None` over external memory): only
+    /// kept alive here, every access goes through `region`.
+    _owned: Option<Vec<Line>>,
     /// Where the buffers are, for both arenas (`region.count == meta.len()`): the fast path
     /// reaches a buffer with one multiply-add, whichever arena holds it.
     region: ExternalRegion,
@@ -127,16 +127,6 @@ impl PrefetchHints {
             data: region.base.as_ptr() as usize + region.headroom as usize,
         }
     }
-}
-
-/// Where the buffer bytes live.
-enum Arena {
-    /// Allocated by the pool; reached only through the pool's region, which was made from
-    /// this vector's pointer (the vector is never read, written or resized again).
-    Owned(#[allow(dead_code)] Vec<Line>),
-    /// Owned by a [`BufferBackend`] (e.g. a DPDK mempool), described by an
-    /// [`ExternalRegion`].
-    External,
 }
 
 /// Buffers in memory the pool does not own, laid out at a fixed stride: buffer `i` is the
@@ -259,7 +249,7 @@ impl BufferPool {
             .ok_or(PoolError::BadConfig("empty arena"))?;
         // SAFETY: `lines` holds `n * stride_lines` lines, i.e. `n` buffers of `buf_size`
         // bytes at a stride of `stride_lines` lines, without overlap. It moves into
-        // `Arena::Owned` below (moving a `Vec` does not move its heap memory), lives as long
+        // the pool's `_owned` below (moving a `Vec` does not move its heap memory), lives as long
         // as the pool, and is never accessed or resized again except through this region.
         let region = unsafe {
             ExternalRegion::new(
@@ -272,12 +262,11 @@ impl BufferPool {
         }?;
         // LIFO free list: index 0 is handed out first.
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
-        let arena = Arena::Owned(lines);
         let hints = PrefetchHints::new(&meta, &region);
         Ok(BufferPool {
             meta,
             hints,
-            arena,
+            _owned: Some(lines),
             region,
             stride: stride_lines * CACHE_LINE,
             headroom: cfg.headroom,
@@ -335,7 +324,6 @@ impl BufferPool {
             };
             n
         ];
-        let arena = Arena::External;
         let hints = PrefetchHints::new(&meta, &region);
         Ok(BufferPool {
             meta,
@@ -344,7 +332,7 @@ impl BufferPool {
             stride: region.stride,
             headroom: region.headroom,
             buf_size: region.buf_size,
-            arena,
+            _owned: None,
             free: Vec::with_capacity(n),
             in_use: 0,
             backend: Some(backend),
@@ -1049,6 +1037,39 @@ mod tests {
             calls: 0,
         };
         BufferPool::with_external(region, Box::new(backend)).unwrap()
+    }
+
+    /// `packets_mut` reaches the same bytes and metadata as the pool's own accessors, for
+    /// both arenas, and refuses an index outside the pool.
+    #[test]
+    fn packets_mut_is_the_pools_view() {
+        let mut mem = vec![Line([0; 64]); 4 * 8];
+        let mut pools = [small(8), external(&mut mem, 8, 256)];
+        for pool in &mut pools {
+            let bis: Vec<u32> = (0..8)
+                .map(|i| pool.alloc_with(&[i as u8; 9]).unwrap())
+                .collect();
+            let mut pk = pool.packets_mut();
+            for &bi in &bis {
+                pk.prefetch(bi);
+                pk.packet_mut(bi).data_mut()[0] = 0xee;
+                pk.meta_mut(bi).opaque = bi + 100;
+                assert_eq!(pk.packet(bi).len(), 9);
+                assert_eq!(pk.meta(bi).opaque, bi + 100);
+            }
+            pk.prefetch(u32::MAX); // out of range: a useless hint, no fault
+            for (i, &bi) in bis.iter().enumerate() {
+                let mut want = [i as u8; 9];
+                want[0] = 0xee;
+                assert_eq!(pool.data(bi), want);
+                assert_eq!(pool.meta(bi).opaque, bi + 100);
+            }
+            let mut pk = pool.packets_mut();
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pk.packet_mut(8);
+            }));
+            assert!(out.is_err());
+        }
     }
 
     #[test]
