@@ -25,6 +25,7 @@ use crate::profile::{Order, Popularity, ProfileError, Sizes, TrafficProfile};
 use pktvec_graph::{next_nodes, Context, Frame, NoError, Node, NodeKind};
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::wire::MacAddr;
+use pktvec_packet::{PacketMut, PacketsMut};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// EtherType of NDN over Ethernet.
@@ -571,6 +572,37 @@ struct Replay {
     max_len: usize,
 }
 
+impl Replay {
+    /// Fills the freshly allocated buffers `bis` with the next packets of the loop;
+    /// `copy(packet, arena, offset, length)` appends one packet's bytes.
+    #[inline(always)]
+    fn replay_into(
+        &mut self,
+        pool: &mut PacketsMut<'_>,
+        bis: &[u32],
+        copy: impl Fn(&mut PacketMut<'_>, &[u8], usize, usize),
+    ) {
+        // The position lives in a register for the loop (the packet writes could alias
+        // `self` as far as the compiler knows, so `self.pos` would be reloaded).
+        let (index, bytes, mut pos) = (&self.index[..], &self.bytes[..], self.pos);
+        for &bi in bis {
+            let Some(&(off, len, flow, rx)) = index.get(pos) else {
+                break;
+            };
+            pos += 1;
+            if pos == index.len() {
+                pos = 0;
+            }
+            let mut p = pool.packet_mut(bi);
+            copy(&mut p, bytes, off as usize, len as usize);
+            let m = p.meta_mut();
+            m.rx_if = rx;
+            m.opaque = flow;
+        }
+        self.pos = pos;
+    }
+}
+
 impl GeneratorSource {
     /// A source over a generator.
     pub fn new(gen: Generator) -> Self {
@@ -657,51 +689,28 @@ impl Node for GeneratorSource {
             // fresh buffer's tailroom holds a block): one block copy per packet and no
             // call in the loop, so the loop keeps its state in registers.
             Some(r) if r.max_len <= REPLAY_CHUNK && blocks_fit => {
-                let (index, bytes, mut pos) = (&r.index[..], &r.bytes[..], r.pos);
-                for &bi in &frame.buffers()[start..] {
-                    let Some(&(off, len, flow, rx)) = index.get(pos) else {
-                        break;
-                    };
-                    pos += 1;
-                    if pos == index.len() {
-                        pos = 0;
-                    }
-                    let mut p = pool.packet_mut(bi);
-                    // Always some: each packet is stored from a 64-byte boundary, padded.
-                    if let Some(block) = bytes
-                        .get(off as usize..)
-                        .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
-                    {
-                        p.append_block64(block, len as usize);
-                    }
-                    let m = p.meta_mut();
-                    m.rx_if = rx;
-                    m.opaque = flow;
-                }
-                r.pos = pos;
+                r.replay_into(
+                    &mut pool,
+                    &frame.buffers()[start..],
+                    |p, bytes, off, len| {
+                        // Always some: each packet is stored from a 64-byte boundary, padded.
+                        if let Some(block) = bytes
+                            .get(off..)
+                            .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
+                        {
+                            p.append_block64(block, len);
+                        }
+                    },
+                );
             }
-            Some(r) => {
-                // The position lives in a register for the loop (the packet writes could
-                // alias `r` as far as the compiler knows, so `r.pos` would be reloaded).
-                let (index, bytes, mut pos) = (&r.index[..], &r.bytes[..], r.pos);
-                for &bi in &frame.buffers()[start..] {
-                    let Some(&(off, len, flow, rx)) = index.get(pos) else {
-                        break;
-                    };
-                    pos += 1;
-                    if pos == index.len() {
-                        pos = 0;
-                    }
-                    let mut p = pool.packet_mut(bi);
+            Some(r) => r.replay_into(
+                &mut pool,
+                &frame.buffers()[start..],
+                |p, bytes, off, len| {
                     // The packet and what follows it: its padding makes 64 bytes at least.
-                    let src = bytes.get(off as usize..).unwrap_or_default();
-                    p.append_chunks(src, len as usize);
-                    let m = p.meta_mut();
-                    m.rx_if = rx;
-                    m.opaque = flow;
-                }
-                r.pos = pos;
-            }
+                    p.append_chunks(bytes.get(off..).unwrap_or_default(), len);
+                },
+            ),
             None => {
                 for &bi in &frame.buffers()[start..] {
                     let (flow, data) = self.gen.next_packet();

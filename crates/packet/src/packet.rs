@@ -357,6 +357,28 @@ mod tests {
     use crate::{BufferPool, PacketError, PoolConfig};
     use proptest::prelude::*;
 
+    /// A pool of two buffers (headroom 32, `data_room`), both holding the same first
+    /// `before` bytes (cut to the data room).
+    fn two_buffers_holding(before: usize, data_room: u16) -> (BufferPool, u32, u32, Vec<u8>) {
+        let cfg = PoolConfig {
+            buffers: 2,
+            headroom: 32,
+            data_room,
+        };
+        let mut pool = BufferPool::new(cfg).unwrap();
+        let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
+        let pre: Vec<u8> = (0..before.min(data_room as usize))
+            .map(|i| i as u8)
+            .collect();
+        for bi in [a, b] {
+            pool.packet_mut(bi)
+                .append(pre.len())
+                .unwrap()
+                .copy_from_slice(&pre);
+        }
+        (pool, a, b, pre)
+    }
+
     proptest! {
         /// `bytes_at` agrees with slicing `data()` for any (even inconsistent) metadata.
         #[test]
@@ -387,13 +409,7 @@ mod tests {
             let mut b64 = [0u8; 64];
             b64[..32].copy_from_slice(&block);
             b64[32..].copy_from_slice(&block);
-            let cfg = PoolConfig { buffers: 2, headroom: 32, data_room };
-            let mut pool = BufferPool::new(cfg).unwrap();
-            let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
-            let pre: Vec<u8> = (0..before.min(data_room as usize)).map(|i| i as u8).collect();
-            for bi in [a, b] {
-                pool.packet_mut(bi).append(pre.len()).unwrap().copy_from_slice(&pre);
-            }
+            let (mut pool, a, b, pre) = two_buffers_holding(before, data_room);
             let room = pool.packet(a).tailroom();
             let got = pool.packet_mut(a).append_block64(&b64, n);
             if n <= 64 && room >= 64 {
@@ -415,13 +431,7 @@ mod tests {
             before in 0usize..100,
             data_room in 1u16..400,
         ) {
-            let cfg = PoolConfig { buffers: 2, headroom: 32, data_room };
-            let mut pool = BufferPool::new(cfg).unwrap();
-            let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
-            let pre: Vec<u8> = (0..before.min(data_room as usize)).map(|i| i as u8).collect();
-            for bi in [a, b] {
-                pool.packet_mut(bi).append(pre.len()).unwrap().copy_from_slice(&pre);
-            }
+            let (mut pool, a, b, _) = two_buffers_holding(before, data_room);
             let got = pool.packet_mut(a).append_chunks(&src, n);
             let want = n.min(src.len()).min(pool.packet(b).tailroom());
             prop_assert_eq!(got, want);
