@@ -400,6 +400,114 @@ impl BufferPool {
         self.release_data(bi).is_some()
     }
 
+    /// [`adopt_as`](Self::adopt_as) for a whole receive burst: adopts each buffer of `bis`
+    /// with receive interface `rx_if` and the data offset and length `place(&descs[i])`
+    /// returns for `bis[i]` (`descs` describes the burst, e.g. the driver's descriptors or
+    /// mbuf pointers; `place` is called once per adoptable buffer, in order). Buffers that
+    /// cannot be adopted (out of range or already in use: counted in
+    /// [`bad_adopts`](Self::bad_adopts), `place` not called) are removed from `bis`, which
+    /// keeps its order; returns how many were adopted, now `bis[..k]`. The in-use count is
+    /// updated once per call.
+    ///
+    /// # Panics
+    /// If `descs` and `bis` differ in length.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
+    /// let mut taken = [0u32; 2];
+    /// pool.alloc_bulk(&mut taken); // 0 and 1 are now in use
+    /// let mut burst = [5, 1, 6, 99];
+    /// let lens = [60u16, 61, 62, 63];
+    /// let k = pool.adopt_bulk_as(&mut burst, &lens, 3, |&len| (128, len));
+    /// assert_eq!(&burst[..k], &[5, 6]); // 1 was in use, 99 is no buffer
+    /// assert_eq!((pool.meta(6).data_offset, pool.meta(6).len, pool.meta(6).rx_if), (128, 62, 3));
+    /// assert_eq!(pool.bad_adopts(), 2);
+    /// ```
+    #[inline]
+    pub fn adopt_bulk_as<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        mut place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
+        let line = BufferMeta {
+            rx_if,
+            ..BufferMeta::default()
+        };
+        let mut bad = 0usize;
+        for (slot, d) in bis.iter_mut().zip(descs) {
+            match self.meta.get_mut(*slot as usize) {
+                Some(m) if m.flags.contains(MetaFlags::FREE) => {
+                    let (data_offset, len) = place(d);
+                    // The whole line from a template (no field-by-field default).
+                    *m = BufferMeta {
+                        data_offset,
+                        len,
+                        ..line
+                    };
+                }
+                _ => {
+                    // u32::MAX is never a buffer index (pools hold fewer).
+                    *slot = u32::MAX;
+                    bad += 1;
+                }
+            }
+        }
+        let mut k = bis.len();
+        if bad > 0 {
+            k = 0;
+            for i in 0..bis.len() {
+                if bis[i] != u32::MAX {
+                    bis[k] = bis[i];
+                    k += 1;
+                }
+            }
+            self.bad_adopts += bad as u64;
+        }
+        self.in_use += k;
+        k
+    }
+
+    /// [`release_data`](Self::release_data) for a whole transmit burst: gives up each
+    /// buffer of `bis` and calls `send(bi, meta)` with its metadata as it was (in order,
+    /// once per buffer that was in use); a buffer not in use (a double transmit) or out of
+    /// range is counted in [`double_frees`](Self::double_frees) and skipped. Returns how
+    /// many were released. The in-use count is updated once per call.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
+    /// let a = pool.alloc_with(b"abc").unwrap();
+    /// let b = pool.alloc_with(b"hello").unwrap();
+    /// let mut sent = Vec::new();
+    /// let n = pool.release_bulk_with(&[a, b, a], |bi, m| sent.push((bi, m.len)));
+    /// assert_eq!((n, sent), (2, vec![(a, 3), (b, 5)]));
+    /// assert_eq!((pool.in_use(), pool.double_frees()), (0, 1));
+    /// ```
+    #[inline]
+    pub fn release_bulk_with(
+        &mut self,
+        bis: &[u32],
+        mut send: impl FnMut(u32, &BufferMeta),
+    ) -> usize {
+        let mut bad = 0usize;
+        for &bi in bis {
+            match self.meta.get_mut(bi as usize) {
+                Some(m) if !m.flags.contains(MetaFlags::FREE) => {
+                    send(bi, m);
+                    m.flags = MetaFlags::FREE;
+                }
+                _ => bad += 1,
+            }
+        }
+        self.double_frees += bad as u64;
+        self.in_use -= bis.len() - bad;
+        bis.len() - bad
+    }
+
     /// Adoptions refused (index out of range or buffer already in use).
     pub fn bad_adopts(&self) -> u64 {
         self.bad_adopts
