@@ -472,35 +472,45 @@ impl BufferPool {
     }
 
     /// [`release_data`](Self::release_data) for a whole transmit burst: gives up each
-    /// buffer of `bis` and calls `send(bi, meta)` with its metadata as it was (in order,
-    /// once per buffer that was in use); a buffer not in use (a double transmit) or out of
-    /// range is counted in [`double_frees`](Self::double_frees) and skipped. Returns how
-    /// many were released. The in-use count is updated once per call.
+    /// buffer `bis[i]` and sets `out[i] = send(bi, meta)`, with its metadata as it was
+    /// (e.g. to write the driver's descriptor); a buffer not in use (a double transmit) or
+    /// out of range is counted in [`double_frees`](Self::double_frees), not given to
+    /// `send`, and gets `out[i] = hole`. Returns how many were released (all of them when
+    /// it equals `bis.len()`); the in-use count is updated once per call.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `bis`.
     ///
     /// ```
     /// use pktvec_packet::{BufferPool, PoolConfig};
     /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
     /// let a = pool.alloc_with(b"abc").unwrap();
     /// let b = pool.alloc_with(b"hello").unwrap();
-    /// let mut sent = Vec::new();
-    /// let n = pool.release_bulk_with(&[a, b, a], |bi, m| sent.push((bi, m.len)));
-    /// assert_eq!((n, sent), (2, vec![(a, 3), (b, 5)]));
+    /// let mut lens = [0u16; 3];
+    /// let n = pool.release_bulk_map(&[a, b, a], &mut lens, u16::MAX, |_, m| m.len);
+    /// assert_eq!((n, lens), (2, [3, 5, u16::MAX]));
     /// assert_eq!((pool.in_use(), pool.double_frees()), (0, 1));
     /// ```
     #[inline]
-    pub fn release_bulk_with(
+    pub fn release_bulk_map<T: Copy>(
         &mut self,
         bis: &[u32],
-        mut send: impl FnMut(u32, &BufferMeta),
+        out: &mut [T],
+        hole: T,
+        mut send: impl FnMut(u32, &BufferMeta) -> T,
     ) -> usize {
+        assert!(out.len() >= bis.len(), "one output slot per buffer");
         let mut bad = 0usize;
-        for &bi in bis {
+        for (&bi, o) in bis.iter().zip(out.iter_mut()) {
             match self.meta.get_mut(bi as usize) {
                 Some(m) if !m.flags.contains(MetaFlags::FREE) => {
-                    send(bi, m);
+                    *o = send(bi, m);
                     m.flags = MetaFlags::FREE;
                 }
-                _ => bad += 1,
+                _ => {
+                    *o = hole;
+                    bad += 1;
+                }
             }
         }
         self.double_frees += bad as u64;

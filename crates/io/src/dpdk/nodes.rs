@@ -7,8 +7,7 @@ use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, NodeKind};
 use pktvec_packet::{BufferPool, Packet};
 use std::sync::Arc;
 
-/// Most mbuf pointers one rx or tx burst call handles (DPDK takes a `u16` count; a
-/// power of two).
+/// Most mbuf pointers one rx or tx burst call handles (DPDK takes a `u16` count).
 const BURST_MAX: usize = 1024;
 
 /// Packets asked of the driver per `rte_eth_rx_burst` call by default (DPDK's and
@@ -342,7 +341,7 @@ struct TxQueue {
     port: Arc<Port>,
     port_id: u16,
     queue: u16,
-    burst: Box<[usize; BURST_MAX]>,
+    burst: Box<[usize]>,
     pending: Vec<u32>,
 }
 
@@ -386,7 +385,7 @@ impl DpdkTx {
                     port: p.clone(),
                     port_id: p.id(),
                     queue: *q,
-                    burst: Box::new([0usize; BURST_MAX]),
+                    burst: vec![0usize; BURST_MAX].into_boxed_slice(),
                     pending: Vec::new(),
                 })
                 .collect(),
@@ -422,11 +421,10 @@ impl DpdkTx {
     fn send(&mut self, cx: &mut Context<'_, Self>, qi: usize, bis: &[u32]) {
         let l = self.layout;
         for chunk in bis.chunks(BURST_MAX) {
-            let burst = &mut *self.queues[qi].burst;
-            let mut n = 0;
-            cx.pool_mut().release_bulk_with(chunk, |bi, meta| {
+            let burst = &mut self.queues[qi].burst[..];
+            let sent = cx.pool_mut().release_bulk_map(chunk, burst, 0, |bi, meta| {
                 let m = l.mbuf(bi);
-                // SAFETY: the pool held `bi` (release_bulk_with checked it), so `m` is its
+                // SAFETY: the pool held `bi` (release_bulk_map checked it), so `m` is its
                 // mbuf, owned by us until the burst below hands it to the driver; only
                 // header fields are written.
                 unsafe {
@@ -435,11 +433,21 @@ impl DpdkTx {
                     mb.pkt_len = meta.len as u32;
                     mb.data_len = meta.len;
                 }
-                // n < chunk.len() <= BURST_MAX (one call per buffer): the mask only
-                // spares a bounds check.
-                burst[n & (BURST_MAX - 1)] = m as usize;
-                n += 1;
+                m as usize
             });
+            let mut n = chunk.len();
+            if sent < n {
+                // Rare (a double transmit, counted by the pool): close the holes.
+                let burst = &mut self.queues[qi].burst;
+                let mut k = 0;
+                for i in 0..n {
+                    if burst[i] != 0 {
+                        burst[k] = burst[i];
+                        k += 1;
+                    }
+                }
+                n = k;
+            }
             self.flush(cx, qi, n);
         }
     }
