@@ -129,6 +129,45 @@ fn ring_loopback_returns_the_same_buffers() {
 }
 
 #[test]
+fn full_tx_queue_retries_then_drops_without_leaks() {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::new(&eal, 4096, 2048).unwrap();
+    {
+        let id = eal.attach("net_ring11").unwrap();
+        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+        // Nobody polls the ring: it fills up, then the driver refuses every burst.
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("gen", PacketSource::new(frames(64)).with_limit(3000))
+            .add("tx", DpdkTx::new(&port, 0).with_retries(2))
+            .set_next("gen", SourceNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        g.run_until_idle();
+        let c = g.conservation();
+        assert!(c.is_balanced(), "{c}");
+        let tx = g.node::<DpdkTx>("tx").unwrap();
+        let (sent, full) = (tx.sent(), tx.queue_full());
+        assert!(sent > 0 && full > 0, "sent {sent}, dropped {full}");
+        assert_eq!(sent + full, 3000);
+        assert_eq!((c.output, c.dropped), (sent, full));
+        assert_eq!(port.stats().opackets, sent);
+        let errors = g.errors().to_string();
+        assert!(errors.contains("tx queue full"), "{errors}");
+        drop(g);
+        // The ring still holds the sent mbufs: a second graph receives every one back.
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("rx", DpdkRx::new(&port, 0))
+            .add("count", CountingSink::new(1))
+            .set_next("rx", DpdkRxNext::Out, "count");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        g.run_until_idle();
+        assert_eq!(g.conservation().input, sent);
+        drop(g);
+    }
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+#[test]
 fn null_ports_forward_in_bursts_without_leaks() {
     let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
     let eal = eal();
