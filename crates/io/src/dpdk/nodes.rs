@@ -153,17 +153,11 @@ impl DpdkRx {
         self.multiseg.clear();
         self.received += n as u64;
         let l = self.layout;
-        // Pass 1: mbuf -> buffer index (branch-free, see `Layout::raw_index`) into `ready`,
+        // Pass 1: mbuf -> buffer index (branch-free, see `Layout::index_burst`) into `ready`,
         // with one range check for the whole burst. (No metadata prefetch: pass 2 has no
         // dependency from one packet to the next, so the out-of-order core overlaps the
         // packets' metadata loads by itself; a prefetch pass cost 5 instructions a packet.)
-        let mut top = 0u64;
-        for (r, &m) in self.ready[..n].iter_mut().zip(&self.burst[..n]) {
-            let q = l.raw_index(m);
-            top = top.max(q);
-            *r = q as u32;
-        }
-        if top >= l.count() as u64 {
+        if !l.index_burst(&self.burst[..n], &mut self.ready[..n]) {
             n = self.drop_foreign(n);
         }
         // Pass 2: adopt each buffer with the driver's offset and length (one metadata
