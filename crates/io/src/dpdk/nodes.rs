@@ -311,6 +311,26 @@ impl Node for DpdkRx {
     }
 }
 
+/// Releases `bis` from the pool into `burst` (as their mbufs, with the data offset and
+/// length written into each); a hole (0) for a buffer the pool did not hold. Returns how
+/// many were released. Kept out of line so that its loop has the registers to itself.
+#[inline(never)]
+fn fill_tx_burst(pool: &mut BufferPool, l: Layout, bis: &[u32], burst: &mut [usize]) -> usize {
+    pool.release_bulk_map(bis, burst, 0, move |bi, meta| {
+        let m = l.mbuf(bi);
+        // SAFETY: the pool held `bi` (release_bulk_map checked it), so `m` is its mbuf,
+        // owned by us until the caller's burst hands it to the driver; only header fields
+        // are written.
+        unsafe {
+            let mb = &mut *sys::header(m);
+            mb.data_off = meta.data_offset;
+            mb.pkt_len = meta.len as u32;
+            mb.data_len = meta.len;
+        }
+        m as usize
+    })
+}
+
 /// Frees the segments after the first of a chained mbuf and makes it a one-segment mbuf
 /// of its first segment's length (the packet is then dropped as multi-segment).
 ///
@@ -415,20 +435,7 @@ impl DpdkTx {
     fn send(&mut self, cx: &mut Context<'_, Self>, qi: usize, bis: &[u32]) {
         let l = self.layout;
         for chunk in bis.chunks(BURST_MAX) {
-            let burst = &mut self.queues[qi].burst[..];
-            let sent = cx.pool_mut().release_bulk_map(chunk, burst, 0, |bi, meta| {
-                let m = l.mbuf(bi);
-                // SAFETY: the pool held `bi` (release_bulk_map checked it), so `m` is its
-                // mbuf, owned by us until the burst below hands it to the driver; only
-                // header fields are written.
-                unsafe {
-                    let mb = &mut *sys::header(m);
-                    mb.data_off = meta.data_offset;
-                    mb.pkt_len = meta.len as u32;
-                    mb.data_len = meta.len;
-                }
-                m as usize
-            });
+            let sent = fill_tx_burst(cx.pool_mut(), l, chunk, &mut self.queues[qi].burst);
             let mut n = chunk.len();
             if sent < n {
                 // Rare (a double transmit, counted by the pool): close the holes.
