@@ -433,21 +433,22 @@ impl BufferPool {
         mut place: impl FnMut(&T) -> (u16, u16),
     ) -> usize {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
-        let line = BufferMeta {
+        // The line as four 16-byte words: the first holds the place and the interfaces,
+        // the other three are the template's (zero by default), stored whole.
+        let line: [u128; 4] = bytemuck::cast(BufferMeta {
             rx_if,
             ..BufferMeta::default()
-        };
+        });
         let mut bad = 0usize;
         for (slot, d) in bis.iter_mut().zip(descs) {
             match self.meta.get_mut(*slot as usize) {
                 Some(m) if m.flags.contains(MetaFlags::FREE) => {
                     let (data_offset, len) = place(d);
-                    // The whole line from a template (no field-by-field default).
-                    *m = BufferMeta {
-                        data_offset,
-                        len,
-                        ..line
-                    };
+                    let mut head = line[0].to_ne_bytes();
+                    head[0..2].copy_from_slice(&data_offset.to_ne_bytes());
+                    head[2..4].copy_from_slice(&len.to_ne_bytes());
+                    let w: &mut [u128; 4] = bytemuck::cast_mut(m);
+                    *w = [u128::from_ne_bytes(head), line[1], line[2], line[3]];
                 }
                 _ => {
                     // u32::MAX is never a buffer index (pools hold fewer).
@@ -1276,5 +1277,43 @@ mod tests {
         assert_eq!(p.release_data(5), None);
         assert!(p.free(9));
         assert_eq!(p.in_use(), 0);
+    }
+
+    #[test]
+    fn bulk_adopt_resets_the_whole_line_and_bulk_release_marks_free() {
+        let mut mem = vec![Line([0; 64]); 16 * 4];
+        let mut p = external(&mut mem, 16, 256);
+        // Dirty a line through a full adopt/edit/release cycle first.
+        assert!(p.adopt_as(4, 100, 10, 1));
+        {
+            let m = p.meta_mut(4);
+            m.flags.insert(MetaFlags::L3_VALID);
+            m.tx_if = 7;
+            m.opaque = 99;
+            m.user = [0xAA; crate::meta::META_USER_BYTES];
+        }
+        assert!(p.release(4));
+        let mut bis = [4u32, 7, 4, 40];
+        let descs = [(128u16, 60u16), (130, 61), (132, 62), (134, 63)];
+        let k = p.adopt_bulk_as(&mut bis, &descs, 3, |&(o, l)| (o, l));
+        assert_eq!(&bis[..k], &[4, 7]);
+        assert_eq!(p.bad_adopts(), 2); // 4 again (in use by then) and 40 (no buffer)
+        for (bi, (o, l)) in [(4u32, (128u16, 60u16)), (7, (130, 61))] {
+            let want = BufferMeta {
+                data_offset: o,
+                len: l,
+                rx_if: 3,
+                ..BufferMeta::default()
+            };
+            assert_eq!(*p.meta(bi), want, "buffer {bi}");
+        }
+        assert_eq!(p.in_use(), 2);
+        let mut out = [0u64; 3];
+        let n = p.release_bulk_map(&[7, 4, 7], &mut out, 0, |bi, m| {
+            bi as u64 * 1000 + m.len as u64
+        });
+        assert_eq!((n, out), (2, [7061, 4060, 0]));
+        assert!(p.meta(4).flags.contains(MetaFlags::FREE));
+        assert_eq!((p.in_use(), p.double_frees()), (0, 1));
     }
 }
