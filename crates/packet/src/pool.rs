@@ -400,6 +400,125 @@ impl BufferPool {
         self.release_data(bi).is_some()
     }
 
+    /// [`adopt_as`](Self::adopt_as) for a whole receive burst: adopts each buffer of `bis`
+    /// with receive interface `rx_if` and the data offset and length `place(&descs[i])`
+    /// returns for `bis[i]` (`descs` describes the burst, e.g. the driver's descriptors or
+    /// mbuf pointers; `place` is called once per adoptable buffer, in order). Buffers that
+    /// cannot be adopted (out of range or already in use: counted in
+    /// [`bad_adopts`](Self::bad_adopts), `place` not called) are removed from `bis`, which
+    /// keeps its order; returns how many were adopted, now `bis[..k]`. The in-use count is
+    /// updated once per call.
+    ///
+    /// # Panics
+    /// If `descs` and `bis` differ in length.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
+    /// let mut taken = [0u32; 2];
+    /// pool.alloc_bulk(&mut taken); // 0 and 1 are now in use
+    /// let mut burst = [5, 1, 6, 99];
+    /// let lens = [60u16, 61, 62, 63];
+    /// let k = pool.adopt_bulk_as(&mut burst, &lens, 3, |&len| (128, len));
+    /// assert_eq!(&burst[..k], &[5, 6]); // 1 was in use, 99 is no buffer
+    /// assert_eq!((pool.meta(6).data_offset, pool.meta(6).len, pool.meta(6).rx_if), (128, 62, 3));
+    /// assert_eq!(pool.bad_adopts(), 2);
+    /// ```
+    #[inline]
+    pub fn adopt_bulk_as<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        mut place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
+        // The line as four 16-byte words: the first holds the place and the interfaces,
+        // the other three are the template's (zero by default), stored whole.
+        let line: [u128; 4] = bytemuck::cast(BufferMeta {
+            rx_if,
+            ..BufferMeta::default()
+        });
+        let mut bad = 0usize;
+        for (slot, d) in bis.iter_mut().zip(descs) {
+            match self.meta.get_mut(*slot as usize) {
+                Some(m) if m.flags.contains(MetaFlags::FREE) => {
+                    let (data_offset, len) = place(d);
+                    let mut head = line[0].to_ne_bytes();
+                    head[0..2].copy_from_slice(&data_offset.to_ne_bytes());
+                    head[2..4].copy_from_slice(&len.to_ne_bytes());
+                    let w: &mut [u128; 4] = bytemuck::cast_mut(m);
+                    *w = [u128::from_ne_bytes(head), line[1], line[2], line[3]];
+                }
+                _ => {
+                    // u32::MAX is never a buffer index (pools hold fewer).
+                    *slot = u32::MAX;
+                    bad += 1;
+                }
+            }
+        }
+        let mut k = bis.len();
+        if bad > 0 {
+            k = 0;
+            for i in 0..bis.len() {
+                if bis[i] != u32::MAX {
+                    bis[k] = bis[i];
+                    k += 1;
+                }
+            }
+            self.bad_adopts += bad as u64;
+        }
+        self.in_use += k;
+        k
+    }
+
+    /// [`release_data`](Self::release_data) for a whole transmit burst: gives up each
+    /// buffer `bis[i]` and sets `out[i] = send(bi, meta)`, with its metadata as it was
+    /// (e.g. to write the driver's descriptor); a buffer not in use (a double transmit) or
+    /// out of range is counted in [`double_frees`](Self::double_frees), not given to
+    /// `send`, and gets `out[i] = hole`. Returns how many were released (all of them when
+    /// it equals `bis.len()`); the in-use count is updated once per call.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `bis`.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
+    /// let a = pool.alloc_with(b"abc").unwrap();
+    /// let b = pool.alloc_with(b"hello").unwrap();
+    /// let mut lens = [0u16; 3];
+    /// let n = pool.release_bulk_map(&[a, b, a], &mut lens, u16::MAX, |_, m| m.len);
+    /// assert_eq!((n, lens), (2, [3, 5, u16::MAX]));
+    /// assert_eq!((pool.in_use(), pool.double_frees()), (0, 1));
+    /// ```
+    #[inline]
+    pub fn release_bulk_map<T: Copy>(
+        &mut self,
+        bis: &[u32],
+        out: &mut [T],
+        hole: T,
+        mut send: impl FnMut(u32, &BufferMeta) -> T,
+    ) -> usize {
+        assert!(out.len() >= bis.len(), "one output slot per buffer");
+        let mut bad = 0usize;
+        for (&bi, o) in bis.iter().zip(out.iter_mut()) {
+            match self.meta.get_mut(bi as usize) {
+                Some(m) if !m.flags.contains(MetaFlags::FREE) => {
+                    *o = send(bi, m);
+                    m.flags = MetaFlags::FREE;
+                }
+                _ => {
+                    *o = hole;
+                    bad += 1;
+                }
+            }
+        }
+        self.double_frees += bad as u64;
+        self.in_use -= bis.len() - bad;
+        bis.len() - bad
+    }
+
     /// Adoptions refused (index out of range or buffer already in use).
     pub fn bad_adopts(&self) -> u64 {
         self.bad_adopts
@@ -1158,5 +1277,43 @@ mod tests {
         assert_eq!(p.release_data(5), None);
         assert!(p.free(9));
         assert_eq!(p.in_use(), 0);
+    }
+
+    #[test]
+    fn bulk_adopt_resets_the_whole_line_and_bulk_release_marks_free() {
+        let mut mem = vec![Line([0; 64]); 16 * 4];
+        let mut p = external(&mut mem, 16, 256);
+        // Dirty a line through a full adopt/edit/release cycle first.
+        assert!(p.adopt_as(4, 100, 10, 1));
+        {
+            let m = p.meta_mut(4);
+            m.flags.insert(MetaFlags::L3_VALID);
+            m.tx_if = 7;
+            m.opaque = 99;
+            m.user = [0xAA; crate::meta::META_USER_BYTES];
+        }
+        assert!(p.release(4));
+        let mut bis = [4u32, 7, 4, 40];
+        let descs = [(128u16, 60u16), (130, 61), (132, 62), (134, 63)];
+        let k = p.adopt_bulk_as(&mut bis, &descs, 3, |&(o, l)| (o, l));
+        assert_eq!(&bis[..k], &[4, 7]);
+        assert_eq!(p.bad_adopts(), 2); // 4 again (in use by then) and 40 (no buffer)
+        for (bi, (o, l)) in [(4u32, (128u16, 60u16)), (7, (130, 61))] {
+            let want = BufferMeta {
+                data_offset: o,
+                len: l,
+                rx_if: 3,
+                ..BufferMeta::default()
+            };
+            assert_eq!(*p.meta(bi), want, "buffer {bi}");
+        }
+        assert_eq!(p.in_use(), 2);
+        let mut out = [0u64; 3];
+        let n = p.release_bulk_map(&[7, 4, 7], &mut out, 0, |bi, m| {
+            bi as u64 * 1000 + m.len as u64
+        });
+        assert_eq!((n, out), (2, [7061, 4060, 0]));
+        assert!(p.meta(4).flags.contains(MetaFlags::FREE));
+        assert_eq!((p.in_use(), p.double_frees()), (0, 1));
     }
 }
