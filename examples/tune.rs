@@ -6,6 +6,8 @@
 //! ```sh
 //! cargo run --release --example tune -- --app l3fwd --table large
 //! cargo run --release --example tune -- --app l2fwd --table small --json
+//! cargo run --release --example tune -- --batcher -n 200000 --reps 5     # batcher off/batch
+//! cargo run --release --example tune -- --online --app ppb                # ... live
 //! ```
 
 use clap::{Parser, ValueEnum};
@@ -20,6 +22,8 @@ use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
 
+#[path = "tune/batching.rs"]
+mod batching;
 #[path = "tune/cache.rs"]
 mod cache;
 #[path = "tune/online.rs"]
@@ -29,6 +33,9 @@ mod online;
 enum App {
     L2fwd,
     L3fwd,
+    /// l3fwd (IPv4 + IPv6) behind the path batcher (online: the batcher's setting is
+    /// tuned; offline use `--batcher`).
+    Ppb,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -119,6 +126,17 @@ struct Cli {
     /// disturbed).
     #[arg(long, value_enum, default_value_t = Stat::Median)]
     stat: Stat,
+    /// Instead of the (B, b) grid: the batcher dimension on l3fwd behind the path batcher:
+    /// the PPB model calibrated, off and each batch size predicted and measured on single-
+    /// path and alternating traffic (one sitting, interleaved), the tuner's choice.
+    #[arg(long)]
+    batcher: bool,
+    /// With `--batcher` or `--app ppb`: IPv4 routes.
+    #[arg(long, default_value_t = 100_000)]
+    route_count: usize,
+    /// With `--batcher` or `--app ppb`: IPv6 routes.
+    #[arg(long, default_value_t = 20_000)]
+    route6_count: usize,
     /// Online: relative drift of measured vs predicted cycles that starts an exploration.
     #[arg(long, default_value_t = 0.25)]
     drift: f64,
@@ -172,6 +190,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
         }
         return Ok(());
+    }
+    if cli.batcher || (cli.online && cli.app == App::Ppb) {
+        let o = batching::Options {
+            route_count: cli.route_count,
+            route6_count: cli.route6_count,
+            packets: cli.packets,
+            reps: cli.reps,
+            window: cli.window,
+            phase_windows: cli.phase_windows,
+            rounds: cli.rounds,
+        };
+        let doc = if cli.online {
+            batching::online(&o, cli.json)?
+        } else {
+            batching::offline(&o, cli.json)?
+        };
+        if cli.json {
+            println!("{doc}");
+        }
+        if let Some(p) = &cli.out {
+            std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
+        }
+        return Ok(());
+    }
+    if cli.app == App::Ppb {
+        return Err("--app ppb: use --batcher (offline) or --online".into());
     }
     if cli.online {
         let doc = online::run(
@@ -232,6 +276,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tx,
             )
         }
+        App::Ppb => unreachable!("returned above"),
         App::L2fwd => {
             let size = if cli.table == Table::Small {
                 4096
