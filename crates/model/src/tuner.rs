@@ -6,10 +6,14 @@
 //!
 //! The seeds' rule that sub-batch prefetching hurts on small, cache-resident tables is
 //! applied explicitly as well as through the model's Δsub: when the table is cache resident
-//! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or it fits
-//! the LLC and the calibration's hideable stall is a small share of the cost), the
+//! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or, size
+//! unknown, the calibration's hideable stall is a small share of the cost), the
 //! predicted choice is restricted to sub-batches of at most
 //! [`TunerConfig::resident_max_sub_batch`].
+//!
+//! The path batcher's setting (off or a batch size) is the third dimension:
+//! [`BatchTuner`], from the PPB model ([`crate::ppb::BatchedGraph`]), for the vector size
+//! in force.
 
 use crate::calibrate::Calibration;
 use crate::ppb::{BatchedGraph, Batching};
@@ -52,8 +56,9 @@ pub struct TunerConfig {
     /// [`Tuner::cache_resident`]).
     #[serde(default)]
     pub table_fit: Option<CacheFit>,
-    /// The calibration says "cache resident" when Σ Δhide over the nodes (the stall a
-    /// sub-batch could hide) is below this share of the predicted cycles per packet at the
+    /// Where the table's size is unknown (`table_fit` = `None`), the calibration says
+    /// "cache resident" when Σ Δhide over the nodes (the stall a sub-batch could hide) is
+    /// below this share of the predicted cycles per packet at the
     /// largest vector and b = 1 (Δstall ≈ 0). Default 0.10: on the 2-vCPU VM the fitted
     /// share of the same l3fwd run with a 1.2 MiB FIB ranged 4.5–37% between sittings
     /// (l3fwd 7.4 MiB: 23–47%; l2fwd 57 MiB: 53–69%), so a higher threshold would cap b
@@ -69,6 +74,19 @@ pub struct TunerConfig {
     /// model's error are ties, and on a tie the larger vector amortises more. 0: strict.
     #[serde(default = "default_vector_tie")]
     pub vector_tie: f64,
+    /// Within the chosen vector size, on a table that is not cache resident, the tuner
+    /// takes the largest sub-batch whose prediction is within this share of that vector's
+    /// best (on a resident table the smallest): the fitted Δsub, from four sub-batches in
+    /// a noisy sitting, often puts b* at 8–16 where b = 32–64 measures best beyond the
+    /// L2 (docs/results/model.md). 0: strict.
+    #[serde(default = "default_vector_tie")]
+    pub sub_batch_tie: f64,
+    /// Whether the cache-pressure term Δcache·B enters the tuner's choice (it always
+    /// enters [`Tuner::predict`]). Off by default: over the sixteen stored sittings of
+    /// docs/results/model-sitting4.json it moved the choice to V = 64 or 128 in 8 of 32
+    /// choices while the pooled best vector size was 256 (128 on l2fwd large, within 2%).
+    #[serde(default)]
+    pub cache_term: bool,
 }
 
 fn default_vector_tie() -> f64 {
@@ -80,7 +98,7 @@ fn default_vector_tie() -> f64 {
 pub enum CacheFit {
     /// Within the (private) L2: lookups hit in a few cycles, nothing worth hiding.
     L2,
-    /// Beyond the L2, within the last-level cache: the calibration decides.
+    /// Beyond the L2, within the last-level cache: LLC hits are worth hiding, not resident.
     Llc,
     /// Beyond the last-level cache: lookups miss to memory, sub-batches have work to hide.
     Memory,
@@ -151,6 +169,8 @@ impl Default for TunerConfig {
             resident_stall_share: default_resident_stall_share(),
             resident_max_sub_batch: default_resident_max_sub_batch(),
             vector_tie: default_vector_tie(),
+            sub_batch_tie: default_vector_tie(),
+            cache_term: false,
         }
     }
 }
@@ -238,12 +258,13 @@ impl Tuner {
         }
     }
 
-    /// Whether the table is treated as cache resident: the probe says it fits the L2
-    /// ([`TunerConfig::table_fit`] = [`CacheFit::L2`]); or it is not known to be beyond
-    /// the LLC and the calibrated hideable stall is below
-    /// [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0). A table within the
-    /// LLC but beyond the L2 can still miss enough to be worth hiding (on this VM, 7.4 MiB
-    /// of IPv4 FIB: 23–47% of the cycles hideable), hence the calibration's say there.
+    /// Whether the table is treated as cache resident: the probe says it fits the private
+    /// L2 ([`TunerConfig::table_fit`] = [`CacheFit::L2`]); beyond the L2 (LLC or memory)
+    /// it is not; where the table's size is unknown (`None`), when the calibrated hideable
+    /// stall is below [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0).
+    /// (Until this round a table in the LLC was also left to the calibration; on this VM
+    /// the fitted share of l3fwd's 1.2 MiB FIB flipped across the threshold with the noise
+    /// and capped b at 8, while b = 32 measured best pooled over sixteen sittings.)
     ///
     /// ```
     /// use pktvec_model::batching::{Compute, Node, Stall};
@@ -263,8 +284,8 @@ impl Tuner {
     pub fn cache_resident(&self) -> bool {
         match self.cfg.table_fit {
             Some(CacheFit::L2) => true,
-            Some(CacheFit::Memory) => false,
-            _ => self.stall_share() < self.cfg.resident_stall_share,
+            Some(CacheFit::Llc) | Some(CacheFit::Memory) => false,
+            None => self.stall_share() < self.cfg.resident_stall_share,
         }
     }
 
@@ -298,7 +319,7 @@ impl Tuner {
         let all: Vec<(f64, Setting)> = self
             .candidates()
             .into_iter()
-            .map(|s| (self.predict(s), s))
+            .map(|s| (self.score(s), s))
             .collect();
         let Some(min) = all.iter().map(|a| a.0).min_by(f64::total_cmp) else {
             return self.current;
@@ -309,13 +330,41 @@ impl Tuner {
         let Some(v) = all.iter().find(|a| a.0 <= limit).map(|a| a.1.vector) else {
             return self.current;
         };
-        let mut best = (f64::INFINITY, self.current);
-        for &(c, s) in all.iter().filter(|a| a.1.vector == v) {
-            if c < best.0 {
-                best = (c, s);
-            }
+        let at_v: Vec<(f64, Setting)> = all.iter().copied().filter(|a| a.1.vector == v).collect();
+        let best_v = at_v
+            .iter()
+            .map(|a| a.0)
+            .min_by(f64::total_cmp)
+            .unwrap_or(min);
+        let limit = best_v * (1.0 + self.cfg.sub_batch_tie.max(0.0));
+        let near = at_v.iter().filter(|a| a.0 <= limit).map(|a| a.1);
+        // Beyond the caches, the largest near-best sub-batch (latency to hide); on a
+        // resident table, the smallest (the seeds: prefetching sub-batches hurt there).
+        let pick = if self.cache_resident() {
+            near.min_by_key(|s| s.sub_batch)
+        } else {
+            near.max_by_key(|s| s.sub_batch)
+        };
+        pick.unwrap_or(self.current)
+    }
+
+    /// The prediction the choice is made on: [`predict`](Self::predict), without the
+    /// Δcache·B term unless [`TunerConfig::cache_term`].
+    fn score(&self, s: Setting) -> f64 {
+        if self.cfg.cache_term {
+            return self.predict(s);
         }
-        best.1
+        self.scale
+            * self
+                .calib
+                .nodes
+                .iter()
+                .map(|(_, n)| {
+                    let mut n = *n;
+                    n.compute.delta_cache = 0.0;
+                    n.cycles_per_packet(s.vector, s.sub_batch)
+                })
+                .sum::<f64>()
     }
 
     /// Predicted cycles per packet of a setting (model × the online scale factor).
@@ -363,7 +412,7 @@ impl Tuner {
         let mut all: Vec<(f64, Setting)> = self
             .candidates()
             .into_iter()
-            .map(|s| (self.predict(s), s))
+            .map(|s| (self.score(s), s))
             .collect();
         // Stable sort: ties keep the larger-vector-first order.
         all.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -910,9 +959,10 @@ mod tests {
         assert!(t.setting().sub_batch <= 8, "{:?}", t.setting());
         assert_eq!(t.setting().vector, 256);
         // Even without the explicit cap, Δsub alone moves the choice to b* = √(10/0.3) ≈ 5.8,
-        // of the grid's {4, 8}: 8 (by 0.05 cycles per packet).
+        // of the grid's {4, 8}: 8 (by 0.05 cycles per packet; strict, no sub-batch tie).
         let uncapped = TunerConfig {
             resident_max_sub_batch: usize::MAX,
+            sub_batch_tie: 0.0,
             ..TunerConfig::default()
         };
         let t = Tuner::new(uncapped.clone(), calib_table(10.0, 0.3));
@@ -920,8 +970,10 @@ mod tests {
         // Without Δsub the model alone would take the largest b; the cap stops it.
         let t = Tuner::new(uncapped, calib_table(10.0, 0.0));
         assert_eq!(t.setting().sub_batch, 128);
+        // With the cap: the smallest sub-batch within `sub_batch_tie` of the capped best
+        // (b = 8 hides 1.25 cycles more than b = 4 of ≈ 120: a tie on a resident table).
         let t = Tuner::new(TunerConfig::default(), calib_table(10.0, 0.0));
-        assert_eq!(t.setting().sub_batch, 8);
+        assert_eq!(t.setting().sub_batch, 4);
         assert!(t.top_predicted(40).iter().all(|s| s.sub_batch <= 8));
         // Large table beyond the caches (like l2fwd with 4M stations): 400 hideable cycles,
         // the same Δsub: not resident, large b (√(400/0.3) ≈ 37 → 32 of the grid).
@@ -942,8 +994,9 @@ mod tests {
         let t = Tuner::new(with(CacheFit::Memory), calib_table(10.0, 0.0));
         assert!(!t.cache_resident());
         assert_eq!(t.setting().sub_batch, 128);
+        // Beyond the L2, within the LLC: not resident whatever the calibration says.
         let t = Tuner::new(with(CacheFit::Llc), calib_table(10.0, 0.0));
-        assert!(t.cache_resident());
+        assert!(!t.cache_resident());
         let t = Tuner::new(with(CacheFit::Llc), calib_table(400.0, 0.0));
         assert!(!t.cache_resident());
     }
@@ -965,12 +1018,51 @@ mod tests {
         };
         let t = Tuner::new(TunerConfig::default(), c.clone());
         assert_eq!(t.setting().vector, 256);
+        // Strict, with Δcache in the choice: the smaller vector.
         let strict = TunerConfig {
             vector_tie: 0.0,
+            cache_term: true,
             ..TunerConfig::default()
         };
-        let t = Tuner::new(strict, c);
+        let t = Tuner::new(strict, c.clone());
         assert_eq!(t.setting().vector, 128);
+        // Strict, Δcache left out of the choice (the default): 256 again.
+        let t = Tuner::new(
+            TunerConfig {
+                vector_tie: 0.0,
+                ..TunerConfig::default()
+            },
+            c,
+        );
+        assert_eq!(t.setting().vector, 256);
+    }
+
+    #[test]
+    fn near_best_sub_batches_go_to_the_larger_beyond_the_caches() {
+        // A table in the LLC: b* = √(40/0.15) ≈ 16 by the model, b = 32 within 1%.
+        let c = calib_table(40.0, 0.15);
+        let cfg = TunerConfig {
+            table_fit: Some(CacheFit::Llc),
+            ..TunerConfig::default()
+        };
+        let strict = TunerConfig {
+            sub_batch_tie: 0.0,
+            ..cfg.clone()
+        };
+        let s = Tuner::new(strict, c.clone()).setting();
+        let t = Tuner::new(cfg, c.clone());
+        assert_eq!(s.sub_batch, 16, "strict: the model's own minimum");
+        assert!(t.setting().sub_batch > 16, "{:?}", t.setting());
+        assert!(t.predict(t.setting()) <= t.predict(s) * 1.03);
+        // The same calibration for an L2-resident table: the smallest near-best, ≤ 8.
+        let t = Tuner::new(
+            TunerConfig {
+                table_fit: Some(CacheFit::L2),
+                ..TunerConfig::default()
+            },
+            c,
+        );
+        assert!(t.setting().sub_batch <= 8);
     }
 
     #[test]
