@@ -478,21 +478,25 @@ impl BatchedGraph {
     }
 
     /// Fits each node's [`CallCost`] from measured runs (the seed's offline phase):
-    /// least squares of cycles = per_call·calls + per_packet_off·packets (off runs) +
-    /// per_packet_on·packets (on runs) + split·mixed, all ≥ 0; a coefficient without data
-    /// (a node that never runs with the batcher on, or never sees mixed vectors) stays 0.
+    /// least squares of cycles = per_call·calls + per_packet·packets + split·mixed, all
+    /// ≥ 0, with separate per-packet costs off and on for the input node (the first node
+    /// of every path: the batcher, whose work differs) and one for every other node (its
+    /// per-packet work is the same; the batcher changes its calls); a coefficient without
+    /// data (never sees mixed vectors) stays 0.
     /// `samples[i]` are node i's runs; runs at two or more packets per call (e.g. the
     /// batcher off at two vector sizes, on at two batch sizes) identify the per-call part,
     /// runs on traffic of one and of several paths the split part.
     ///
     /// ```
-    /// use pktvec_model::ppb::{BatchedGraph, CallSample};
-    /// // A node costing 2000 cycles per call, 30 per packet off and 35 on.
+    /// use pktvec_model::ppb::{BatchedGraph, BatchedPath, CallSample};
+    /// // The input node (the batcher): 2000 cycles per call, 30 per packet off and 35 on,
+    /// // 12 per packet of mixed traffic it splits.
     /// let run = |on: bool, per_call: f64, mixed: f64| CallSample { on, calls: 1.0 / per_call,
     ///     packets: 1.0, mixed, cycles: 2000.0 / per_call + if on { 35.0 } else { 30.0 } + 12.0 * mixed };
     /// let s = vec![run(false, 64.0, 0.5), run(false, 256.0, 0.5), run(true, 64.0, 0.0),
     ///              run(true, 256.0, 0.0), run(false, 256.0, 0.0)];
-    /// let g = BatchedGraph::fit(&["n".to_string()], Vec::new(), 0.05, &[s]);
+    /// let one = vec![BatchedPath { name: "p".into(), off: vec![0], on: vec![0] }];
+    /// let g = BatchedGraph::fit(&["batcher".to_string()], one, 0.05, &[s]);
     /// let n = &g.nodes[0];
     /// assert!((n.per_call - 2000.0).abs() < 1e-6 && (n.per_packet_on - 35.0).abs() < 1e-6);
     /// assert!((n.split - 12.0).abs() < 1e-6);
@@ -503,19 +507,31 @@ impl BatchedGraph {
         elephant_share: f64,
         samples: &[Vec<CallSample>],
     ) -> BatchedGraph {
+        // The input node (first on every path): the batcher itself, whose per-packet work
+        // differs off and on. Every other node does the same work per packet either way
+        // (eq. 1: s·B_i + D; the batcher changes its calls, I): one per-packet cost.
+        let input = paths
+            .first()
+            .and_then(|p| p.off.first().copied())
+            .filter(|&i| {
+                paths
+                    .iter()
+                    .all(|p| p.off.first() == Some(&i) && p.on.first() == Some(&i))
+            });
         let nodes = names
             .iter()
             .zip(samples)
-            .map(|(name, s)| {
+            .enumerate()
+            .map(|(i, (name, s))| {
+                let own = input == Some(i);
                 let rows: Vec<[f64; 4]> = s
                     .iter()
                     .map(|x| {
-                        [
-                            x.calls,
-                            if x.on { 0.0 } else { x.packets },
-                            if x.on { x.packets } else { 0.0 },
-                            x.mixed,
-                        ]
+                        let (off, on) = match (own, x.on) {
+                            (true, true) => (0.0, x.packets),
+                            _ => (x.packets, 0.0),
+                        };
+                        [x.calls, off, on, x.mixed]
                     })
                     .collect();
                 let ys: Vec<f64> = s.iter().map(|x| x.cycles).collect();
@@ -524,7 +540,7 @@ impl BatchedGraph {
                     name: name.clone(),
                     per_call: c[0],
                     per_packet_off: c[1],
-                    per_packet_on: c[2],
+                    per_packet_on: if own { c[2] } else { c[1] },
                     split: c[3],
                 }
             })
