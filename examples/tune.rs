@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo run --release --example tune -- --app l3fwd --table large
 //! cargo run --release --example tune -- --app l2fwd --table small --json
-//! cargo run --release --example tune -- --batcher -n 200000 --reps 5     # batcher off/batch
+//! cargo run --release --example tune -- --batcher --window 64 --reps 30  # batcher off/batch
 //! cargo run --release --example tune -- --online --app ppb                # ... live
 //! ```
 
@@ -101,7 +101,7 @@ struct Cli {
     /// (l3fwd: single path ↔ alternating IPv4/IPv6; l2fwd: 4K ↔ 1M active stations).
     #[arg(long)]
     online: bool,
-    /// Online: input vectors per tuner window.
+    /// Online (and `--batcher`): input vectors per window.
     #[arg(long, default_value_t = 512)]
     window: u64,
     /// Online: what starts an exploration: a change of the traffic profile (each node's
@@ -200,7 +200,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let o = batching::Options {
             route_count: cli.route_count,
             route6_count: cli.route6_count,
-            packets: cli.packets,
             reps: cli.reps,
             window: cli.window,
             phase_windows: cli.phase_windows,

@@ -11,8 +11,9 @@
 //! (`ip4-input` and `ip6-input` mark the two paths).
 //!
 //! * Offline (`--batcher`): one sitting, both traffics (single path = IPv4 only, and
-//!   alternating), every setting measured `reps` times interleaved (shuffled per round),
-//!   medians; the tuner's choice with predicted vs measured, against off and each batch.
+//!   alternating), every setting measured in `reps` rounds (one window of `window`
+//!   vectors each, shuffled per round), medians; the tuner's choice with predicted vs
+//!   measured, against off and each batch.
 //! * Online (`--online --app ppb`): one live graph, traffic single → alternating →
 //!   single; the [`BatchTuner`] reads each window's path shares and drives
 //!   `Batcher::set_batching` on the running graph; interleaved with it, each window, the
@@ -248,9 +249,9 @@ fn paths(names: &[String]) -> Vec<BatchedPath> {
 
 /// Calibrates the PPB model: on alternating traffic off at vectors of 64 and 256 and on
 /// at batches of 64 and 256 (vectors of 256); on single-path traffic off and at batch 256
-/// (one path: nothing splits, which separates the split cost); `reps` stretches of
-/// `packets` each, medians.
-fn calibrate(g: &mut Graph, phase: &AtomicUsize, packets: u64, reps: usize) -> BatchedGraph {
+/// (one path: nothing splits, which separates the split cost); `reps` rounds of one
+/// window of `window` input vectors per setting, interleaved, medians.
+fn calibrate(g: &mut Graph, phase: &AtomicUsize, window: u64, reps: usize) -> BatchedGraph {
     let runs: [(usize, usize, Batching); 6] = [
         (1, 64, Batching::Off),
         (1, VECTOR, Batching::Off),
@@ -265,8 +266,8 @@ fn calibrate(g: &mut Graph, phase: &AtomicUsize, packets: u64, reps: usize) -> B
             phase.store(p, Ordering::Relaxed);
             g.set_vector_size(v).expect("vector size");
             set_batching(g, s);
-            stretch(g, packets / 10, 0);
-            m[k].push(robust(g, packets, 0, PARTS));
+            stretch(g, 0, window / 8 + 1);
+            m[k].push(robust(g, 0, window, PARTS));
         }
     }
     g.set_vector_size(VECTOR).expect("vector size");
@@ -341,11 +342,10 @@ pub struct Options {
     pub route_count: usize,
     /// IPv6 routes.
     pub route6_count: usize,
-    /// Packets per measured setting (offline) and per calibration run.
-    pub packets: u64,
-    /// Interleaved repetitions (offline) / calibration repetitions (online).
+    /// Interleaved rounds: each setting measured once per round, one window each
+    /// (calibration, and the offline comparison).
     pub reps: usize,
-    /// Online: input vectors per window.
+    /// Input vectors per measured window.
     pub window: u64,
     /// Online: windows per traffic phase.
     pub phase_windows: usize,
@@ -361,8 +361,8 @@ fn label(s: Batching) -> String {
 /// traffics in one sitting; the tuner's choice per traffic.
 pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Error>> {
     let (mut g, phase) = build(o.route_count, o.route6_count)?;
-    stretch(&mut g, 4 * o.packets / 10 + 1, 0); // warm up
-    let model = calibrate(&mut g, &phase, o.packets, o.reps.min(3));
+    stretch(&mut g, 0, 4 * o.window); // warm up
+    let model = calibrate(&mut g, &phase, o.window, o.reps);
     let settings: Vec<Batching> = std::iter::once(Batching::Off)
         .chain(BATCHES.iter().map(|&b| Batching::Batch(b)))
         .collect();
@@ -384,8 +384,8 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
         for &(p, k) in &order {
             phase.store(p, Ordering::Relaxed);
             set_batching(&mut g, settings[k]);
-            stretch(&mut g, o.packets / 10, 0);
-            m[p][k].push(robust(&mut g, o.packets, 0, PARTS));
+            stretch(&mut g, 0, o.window / 8 + 1);
+            m[p][k].push(robust(&mut g, 0, o.window, PARTS));
         }
     }
     let mut traffics = Vec::new();
@@ -418,6 +418,19 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
             .expect("settings");
         let chosen = rows.iter().find(|r| r.0 == choice).expect("a candidate");
         let off = rows[0].2;
+        // Paired: each round's measurement against the same round's "off" (same traffic,
+        // seconds apart), the median of the ratios.
+        let paired: Vec<f64> = m[p]
+            .iter()
+            .map(|st| {
+                median(
+                    st.iter()
+                        .zip(&m[p][0])
+                        .map(|(a, o)| a.node_cycles / o.node_cycles)
+                        .collect(),
+                )
+            })
+            .collect();
         if !json_out {
             println!(
                 "traffic {}: path shares {:?}; tuner (PPB model): {}",
@@ -431,9 +444,9 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
                 "  {:>10} {:>10} {:>10} {:>16} {:>8} {:>10} {:>8}",
                 "batcher", "predicted", "measured", "range", "error", "end-to-end", "vs off"
             );
-            for r in &rows {
+            for (r, pr) in rows.iter().zip(&paired) {
                 println!(
-                    "  {:>10} {:>10.1} {:>10.1} {:>7.1}–{:<8.1} {:>+7.1}% {:>10.1} {:>+7.1}%{}",
+                    "  {:>10} {:>10.1} {:>10.1} {:>7.1}–{:<8.1} {:>+7.1}% {:>10.1} {:>+7.1}% (paired {:>+6.1}%){}",
                     label(r.0),
                     r.1,
                     r.2,
@@ -442,6 +455,7 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
                     100.0 * (r.1 - r.2) / r.2,
                     r.5,
                     100.0 * (r.2 - off) / off,
+                    100.0 * (pr - 1.0),
                     if r.0 == choice { "  <- tuner" } else { "" }
                 );
             }
@@ -461,10 +475,11 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
             "settings": rows.iter().map(|r| json!({"batching": label(r.0), "predicted": r.1,
                 "measured": r.2, "min": r.3, "max": r.4, "end_to_end": r.5,
                 "vs_off": (r.2 - off) / off})).collect::<Vec<_>>(),
+            "paired_vs_off": settings.iter().zip(&paired).map(|(s, r)| json!({"batching": label(*s), "ratio": r})).collect::<Vec<_>>(),
         }));
     }
     Ok(json!({
-        "mode": "batcher", "vector": VECTOR, "reps": o.reps, "packets": o.packets,
+        "mode": "batcher", "vector": VECTOR, "reps": o.reps, "window_vectors": o.window,
         "route_count": o.route_count, "route6_count": o.route6_count,
         "model": model, "traffics": traffics,
     }))
@@ -478,10 +493,13 @@ const SCHEDULE: [usize; 3] = [0, 1, 0];
 pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Error>> {
     let (mut g, phase) = build(o.route_count, o.route6_count)?;
     stretch(&mut g, 0, 4 * o.window);
-    let model = calibrate(&mut g, &phase, o.packets, o.reps);
+    let model = calibrate(&mut g, &phase, o.window, o.reps);
     let fixed = [Batching::Off, Batching::Batch(VECTOR)];
     let mut rounds = Vec::new();
     let mut log = Vec::new();
+    // Times the tuner moved the live knob, and whether every exploration ended in its
+    // segment (the tuner settled).
+    let (mut switches, mut all_settled) = (0u64, true);
     for round in 0..o.rounds.max(1) {
         phase.store(SCHEDULE[0], Ordering::Relaxed);
         set_batching(&mut g, Batching::Off);
@@ -522,6 +540,7 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
                 if !exploring && tuner.exploring() {
                     explorations += 1;
                 }
+                switches += (next != was) as u64;
                 if settled.is_none() && tuner.decisions() > d0 {
                     settled = Some((w + 1, vecs));
                 }
@@ -532,6 +551,7 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
                     "mpps": s.packets as f64 / s.secs / 1e6, "shares": sh}),
                 );
             }
+            all_settled &= explorations == 0 || (settled.is_some() && !tuner.exploring());
             // The transition: the windows until settled (or the first `confirm` + 1).
             let tr = settled.map_or(3, |s| s.0).min(tw.len());
             let ratio =
@@ -574,8 +594,13 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
             }
         }
     }
+    if !json_out {
+        println!(
+            "live knob: the tuner switched Batcher::set_batching {switches} times; every re-decision settled: {all_settled}"
+        );
+    }
     Ok(json!({
-        "mode": "batcher-online", "vector": VECTOR, "window_vectors": o.window,
+        "mode": "batcher-online", "switches": switches, "all_settled": all_settled, "vector": VECTOR, "window_vectors": o.window,
         "phase_windows": o.phase_windows, "rounds_n": o.rounds,
         "route_count": o.route_count, "route6_count": o.route6_count,
         "model": model, "rounds": rounds, "windows": log,
