@@ -3,7 +3,7 @@
 //! example's graph: IPv4/IPv6 vectors enter at `ip4-input`/`ip6-input` when batching).
 //!
 //! The PPB model ([`BatchedGraph`], seed `001_*` §II-B) is calibrated from six runs
-//! (alternating IPv4/IPv6: off at vectors of 64 and 256, on at batches of 64 and 256;
+//! (alternating IPv4/IPv6: off at vectors of 32 and 256, on at batches of 32 and 256;
 //! single path: off and batch 256): per node, cycles per call, per packet (off and on)
 //! and per packet of a vector that splits there, by least squares over the nodes'
 //! runtime stats. It then predicts, for any path mix, the cycles per packet off
@@ -35,9 +35,9 @@ use std::time::Instant;
 
 /// Phase 0: single path; phase 1: alternating IPv4/IPv6.
 const TRAFFIC: [&str; 2] = ["single path (IPv4)", "alternating IPv4/IPv6"];
-/// Batch sizes the tuner chooses from (besides off).
-const BATCHES: [usize; 4] = [32, 64, 128, 256];
-/// The graph's vector size.
+/// Batch sizes the tuner chooses from (besides off), those up to the vector size.
+const BATCHES: [usize; 5] = [16, 32, 64, 128, 256];
+/// The largest vector size (the graph's at build, and the calibration's).
 const VECTOR: usize = 256;
 /// Chunks per measured stretch ([`robust`]).
 const PARTS: u64 = 8;
@@ -124,6 +124,7 @@ fn set_batching(g: &mut Graph, s: Batching) {
         .node_mut::<Batcher<PhaseBurst>>("batcher")
         .expect("batcher node");
     match s {
+        // Off: the batch size is not used; the largest keeps the rings' clamp out of it.
         Batching::Off => bt.set_batching(false, VECTOR),
         Batching::Batch(b) => bt.set_batching(true, b),
     };
@@ -247,15 +248,15 @@ fn paths(names: &[String]) -> Vec<BatchedPath> {
     vec![path("ipv4", "ip6"), path("ipv6", "ip4")]
 }
 
-/// Calibrates the PPB model: on alternating traffic off at vectors of 64 and 256 and on
-/// at batches of 64 and 256 (vectors of 256); on single-path traffic off and at batch 256
+/// Calibrates the PPB model: on alternating traffic off at vectors of 32 and 256 and on
+/// at batches of 32 (vectors of 32) and 256 (vectors of 256); on single-path traffic off and at batch 256
 /// (one path: nothing splits, which separates the split cost); `reps` rounds of one
 /// window of `window` input vectors per setting, interleaved, medians.
 fn calibrate(g: &mut Graph, phase: &AtomicUsize, window: u64, reps: usize) -> BatchedGraph {
     let runs: [(usize, usize, Batching); 6] = [
-        (1, 64, Batching::Off),
+        (1, 32, Batching::Off),
         (1, VECTOR, Batching::Off),
-        (1, VECTOR, Batching::Batch(64)),
+        (1, 32, Batching::Batch(32)),
         (1, VECTOR, Batching::Batch(VECTOR)),
         (0, VECTOR, Batching::Off),
         (0, VECTOR, Batching::Batch(VECTOR)),
@@ -351,6 +352,16 @@ pub struct Options {
     pub phase_windows: usize,
     /// Online: rounds of the live schedule.
     pub rounds: usize,
+    /// The graph's vector size (batch sizes up to it).
+    pub vector: usize,
+}
+
+/// The batcher tuner's settings: the batch sizes of [`BATCHES`].
+fn tuner_config() -> BatchTunerConfig {
+    BatchTunerConfig {
+        batches: BATCHES.to_vec(),
+        ..BatchTunerConfig::default()
+    }
 }
 
 fn label(s: Batching) -> String {
@@ -363,8 +374,14 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
     let (mut g, phase) = build(o.route_count, o.route6_count)?;
     stretch(&mut g, 0, 4 * o.window); // warm up
     let model = calibrate(&mut g, &phase, o.window, o.reps);
+    g.set_vector_size(o.vector).expect("vector size");
     let settings: Vec<Batching> = std::iter::once(Batching::Off)
-        .chain(BATCHES.iter().map(|&b| Batching::Batch(b)))
+        .chain(
+            BATCHES
+                .iter()
+                .filter(|&&b| b <= o.vector)
+                .map(|&b| Batching::Batch(b)),
+        )
         .collect();
     // Every (traffic, setting) `reps` times, each round in a shuffled order.
     let mut order: Vec<(usize, usize)> = (0..2)
@@ -392,7 +409,7 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
     for p in 0..2 {
         // The traffic's path mix, from the off runs' node packets.
         let sh = shares(&model, &m[p][0][0]);
-        let tuner = BatchTuner::new(BatchTunerConfig::default(), model.clone(), VECTOR, &sh);
+        let tuner = BatchTuner::new(tuner_config(), model.clone(), o.vector, &sh);
         let choice = tuner.setting();
         let rows: Vec<(Batching, f64, f64, f64, f64, f64)> = settings
             .iter()
@@ -479,7 +496,7 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
         }));
     }
     Ok(json!({
-        "mode": "batcher", "vector": VECTOR, "reps": o.reps, "window_vectors": o.window,
+        "mode": "batcher", "vector": o.vector, "reps": o.reps, "window_vectors": o.window,
         "route_count": o.route_count, "route6_count": o.route6_count,
         "model": model, "traffics": traffics,
     }))
@@ -489,12 +506,14 @@ pub fn offline(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error:
 const SCHEDULE: [usize; 3] = [0, 1, 0];
 
 /// `tune --online --app ppb`: the batcher tuner on a live graph, traffic single →
-/// alternating → single, against fixed off and fixed batch 256 interleaved per window.
+/// alternating → single, against fixed off and fixed batch = the vector size interleaved
+/// per window.
 pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Error>> {
     let (mut g, phase) = build(o.route_count, o.route6_count)?;
     stretch(&mut g, 0, 4 * o.window);
     let model = calibrate(&mut g, &phase, o.window, o.reps);
-    let fixed = [Batching::Off, Batching::Batch(VECTOR)];
+    g.set_vector_size(o.vector).expect("vector size");
+    let fixed = [Batching::Off, Batching::Batch(o.vector)];
     let mut rounds = Vec::new();
     let mut log = Vec::new();
     // Times the tuner moved the live knob, and whether every exploration ended in its
@@ -505,9 +524,9 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
         set_batching(&mut g, Batching::Off);
         let first = stretch(&mut g, 0, o.window);
         let mut tuner = BatchTuner::new(
-            BatchTunerConfig::default(),
+            tuner_config(),
             model.clone(),
-            VECTOR,
+            o.vector,
             &shares(&model, &first),
         );
         let mut segs = Vec::new();
@@ -559,11 +578,11 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
             segs.push(json!({
                 "segment": seg, "phase": p, "traffic": TRAFFIC[p],
                 "tuner_mpps": median(tw.clone()), "off_mpps": median(fw[0].clone()),
-                "batch256_mpps": median(fw[1].clone()),
-                "tuner_vs_off": ratio(&tw, &fw[0]), "tuner_vs_batch256": ratio(&tw, &fw[1]),
+                "batch_mpps": median(fw[1].clone()),
+                "tuner_vs_off": ratio(&tw, &fw[0]), "tuner_vs_batch": ratio(&tw, &fw[1]),
                 "transition_tuner_mpps": median(tw[..tr].to_vec()),
                 "transition_off_mpps": median(fw[0][..tr].to_vec()),
-                "transition_batch256_mpps": median(fw[1][..tr].to_vec()),
+                "transition_batch_mpps": median(fw[1][..tr].to_vec()),
                 "windows_until_settled": settled.map(|s| s.0),
                 "vectors_until_settled": settled.map(|s| s.1),
                 "explorations": explorations, "final": label(tuner.setting()),
@@ -573,19 +592,20 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
     }
     if !json_out {
         println!(
-            "ppb online: l3fwd ({} / {} routes) behind the batcher, vectors of {VECTOR}, windows of {} vectors, {} per phase, {} rounds",
-            o.route_count, o.route6_count, o.window, o.phase_windows, o.rounds
+            "ppb online: l3fwd ({} / {} routes) behind the batcher, vectors of {}, windows of {} vectors, {} per phase, {} rounds",
+            o.route_count, o.route6_count, o.vector, o.window, o.phase_windows, o.rounds
         );
         for r in &rounds {
             for s in r["segments"].as_array().into_iter().flatten() {
                 println!(
-                    "round {} segment {} ({}): Mpps (medians of windows) tuner {:.2}, fixed off {:.2}, fixed batch 256 {:.2}; settled after {} windows ({} vectors), explorations {}, final {}",
+                    "round {} segment {} ({}): Mpps (medians of windows) tuner {:.2}, fixed off {:.2}, fixed batch {} {:.2}; settled after {} windows ({} vectors), explorations {}, final {}",
                     r["round"],
                     s["segment"],
                     s["traffic"].as_str().unwrap_or(""),
                     s["tuner_mpps"].as_f64().unwrap_or(f64::NAN),
                     s["off_mpps"].as_f64().unwrap_or(f64::NAN),
-                    s["batch256_mpps"].as_f64().unwrap_or(f64::NAN),
+                    o.vector,
+                    s["batch_mpps"].as_f64().unwrap_or(f64::NAN),
                     s["windows_until_settled"],
                     s["vectors_until_settled"],
                     s["explorations"],
@@ -600,7 +620,7 @@ pub fn online(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::
         );
     }
     Ok(json!({
-        "mode": "batcher-online", "switches": switches, "all_settled": all_settled, "vector": VECTOR, "window_vectors": o.window,
+        "mode": "batcher-online", "switches": switches, "all_settled": all_settled, "vector": o.vector, "window_vectors": o.window,
         "phase_windows": o.phase_windows, "rounds_n": o.rounds,
         "route_count": o.route_count, "route6_count": o.route6_count,
         "model": model, "rounds": rounds, "windows": log,
