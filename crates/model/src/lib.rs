@@ -12,13 +12,17 @@
 //! * [`ppb`]: seed `001_*` eq. 1–5: O_node = s·B_i + I + D, I = ⌈P/L⌉·A_M·W,
 //!   D = k·⌈64/L⌉·A_M·W, O_vec, O_total; expected paths per vector for a traffic mix; I1
 //!   and D1 misses per packet with and without the path batcher
-//!   ([`ppb::misses_per_packet`]).
+//!   ([`ppb::misses_per_packet`]); cycles per packet with the batcher off or at a batch
+//!   size for a path mix, calibrated per node ([`ppb::BatchedGraph`]: per call, per
+//!   packet, per packet of a vector that splits into paths there).
 //! * [`calibrate`]: least-squares fits of those parameters from (vector size, sub-batch,
 //!   cycles per packet) measurements, and of the miss parameters from cachegrind
 //!   figures, serde-storable.
 //! * [`tuner`]: picks (B, b) from a calibration, and re-decides online with bounded
 //!   exploration when live cycles per packet drift from the prediction or the traffic
-//!   profile (node shares of packets and cycles) changes.
+//!   profile (node shares of packets and cycles) changes; [`tuner::BatchTuner`] picks the
+//!   path batcher's setting (off or a batch size) for the path mix and re-decides when
+//!   the mix changes.
 //!
 //! ```
 //! use pktvec_model::batching::{Compute, Stall, Node};

@@ -271,6 +271,413 @@ pub fn code_lines_per_packet(
     (wide, narrow)
 }
 
+/// The path batcher's setting: off (packets pass straight through in mixed vectors of the
+/// graph's vector size) or on at a batch size (vectors of one path, or of the mice queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Batching {
+    /// Batcher off.
+    Off,
+    /// Batcher on, vectors of this many packets (at most the graph's vector size).
+    Batch(usize),
+}
+
+impl std::fmt::Display for Batching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Batching::Off => write!(f, "off"),
+            Batching::Batch(b) => write!(f, "batch {b}"),
+        }
+    }
+}
+
+/// A processing path of a graph behind the path batcher: the nodes its packets visit with
+/// the batcher off and on (on, the batcher may start the path further in, e.g. at
+/// `ip4-input` instead of `ethernet-input`). Indices into [`BatchedGraph::nodes`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchedPath {
+    /// Name (e.g. "ipv4").
+    pub name: String,
+    /// Nodes visited with the batcher off.
+    pub off: Vec<usize>,
+    /// Nodes visited with the batcher on.
+    pub on: Vec<usize>,
+}
+
+/// One node's calibrated cost in the PPB model: O_node = s·B_i + I + D (eq. 1) split into
+/// what a call costs whatever its size (`per_call`: the code fetch I of eq. 2 and the
+/// call's fixed work) and what each packet costs (s·B_i + D: business processing and data
+/// misses), the latter separately with the batcher off and on (held packets are touched
+/// again later, so D per packet differs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallCost {
+    /// Node name.
+    pub name: String,
+    /// Cycles per call (vector).
+    pub per_call: f64,
+    /// Cycles per packet, batcher off.
+    pub per_packet_off: f64,
+    /// Cycles per packet, batcher on.
+    pub per_packet_on: f64,
+    /// Cycles per packet per unit of next-hop mixedness: a node whose vector's packets go
+    /// to different next nodes (the vector splits into paths there) pays this per packet
+    /// × the probability that two of its packets take different next nodes
+    /// (1 − Σ_k r_k², r_k the share going to next node k). 0 where every vector is whole.
+    #[serde(default)]
+    pub split: f64,
+}
+
+/// One measured run of one node for [`BatchedGraph::fit`]: per input packet, the node's
+/// calls (vectors), packets and cycles, and whether the batcher was on.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallSample {
+    /// Batcher on during the run.
+    pub on: bool,
+    /// Calls (vectors) of the node per input packet.
+    pub calls: f64,
+    /// Packets of the node per input packet.
+    pub packets: f64,
+    /// Cycles of the node per input packet.
+    pub cycles: f64,
+    /// The node's packets per input packet × their next-hop mixedness, from the model's
+    /// paths for the run's traffic ([`NodeLoad::mixed`]).
+    pub mixed: f64,
+}
+
+/// A node's expected load per input packet ([`BatchedGraph::node_load`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeLoad {
+    /// Calls (vectors).
+    pub calls: f64,
+    /// Packets.
+    pub packets: f64,
+    /// Packets × next-hop mixedness (1 − Σ_k r_k² within the vectors the node sees).
+    pub mixed: f64,
+}
+
+/// The PPB model of seed `001_*` §II-B in cycles: a graph behind the path batcher, its
+/// paths, and each node's calibrated [`CallCost`]. The cost of a packet is
+/// Σ_i calls_i·per_call_i + q_i·per_packet_i, where q_i is the share of the packets that
+/// visit node i and calls_i its expected calls per packet: with the batcher off a vector
+/// of V packets splits into its paths ([`expected_paths`]) and node i runs once if any of
+/// its packets visits it, calls_i = (1 − (1 − q_i)^V)/V; with the batcher on at batch b,
+/// each queue ([`batcher_queues`]: elephant paths alone, mice together) sends vectors of
+/// min(b, V) packets of its own mix.
+///
+/// ```
+/// use pktvec_model::ppb::{BatchedGraph, BatchedPath, Batching, CallCost};
+/// let node = |name: &str, per_call: f64, per_packet: f64| CallCost {
+///     name: name.into(), per_call, per_packet_off: per_packet, per_packet_on: per_packet,
+///     split: 0.0 };
+/// let g = BatchedGraph {
+///     nodes: vec![node("input", 500.0, 20.0), node("ip4", 3000.0, 30.0), node("ip6", 3000.0, 30.0)],
+///     paths: vec![
+///         BatchedPath { name: "ipv4".into(), off: vec![0, 1], on: vec![0, 1] },
+///         BatchedPath { name: "ipv6".into(), off: vec![0, 2], on: vec![0, 2] },
+///     ],
+///     elephant_share: 0.05,
+/// };
+/// // Alternating IPv4/IPv6 in vectors of 256: each path's nodes run on 128 packets off,
+/// // on 256 with the batcher at 256: half the per-call cost per packet.
+/// let off = g.cycles_per_packet(&[0.5, 0.5], 256, Batching::Off);
+/// let on = g.cycles_per_packet(&[0.5, 0.5], 256, Batching::Batch(256));
+/// assert!((off - (500.0 / 256.0 + 20.0 + 2.0 * 3000.0 / 256.0 + 30.0)).abs() < 1e-6);
+/// assert!((on - (500.0 / 256.0 + 20.0 + 3000.0 / 256.0 + 30.0)).abs() < 1e-6);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchedGraph {
+    /// The nodes' costs.
+    pub nodes: Vec<CallCost>,
+    /// The paths.
+    pub paths: Vec<BatchedPath>,
+    /// A path with at least this share of the packets gets a queue of its own (the
+    /// batcher's `elephant_share`).
+    pub elephant_share: f64,
+}
+
+impl BatchedGraph {
+    /// Per node, the expected [`NodeLoad`] per input packet for the path shares `shares`
+    /// (one per path, summing to 1), vector size `vector` and the batcher setting. A
+    /// node's vectors hold its queue's mix (off: the whole traffic); the input node (the
+    /// first node of every path, the batcher) always sees the whole traffic, and with the
+    /// batcher on its packets' "next hops" are their queues.
+    pub fn node_load(&self, shares: &[f64], vector: usize, batching: Batching) -> Vec<NodeLoad> {
+        let mut out = vec![NodeLoad::default(); self.nodes.len()];
+        let on = matches!(batching, Batching::Batch(_));
+        let mix: Vec<Path> = self
+            .paths
+            .iter()
+            .zip(shares)
+            .filter(|(_, &s)| s > 0.0)
+            .map(|(p, &s)| Path {
+                share: s,
+                nodes: if on { p.on.clone() } else { p.off.clone() },
+            })
+            .collect();
+        let (queues, v) = match batching {
+            Batching::Off => (batcher_queues(&mix, None), vector.max(1)),
+            Batching::Batch(b) => (
+                batcher_queues(&mix, Some(self.elephant_share)),
+                b.min(vector).max(1),
+            ),
+        };
+        let input = mix
+            .first()
+            .and_then(|p| p.nodes.first().copied())
+            .filter(|&i| mix.iter().all(|p| p.nodes.first() == Some(&i)));
+        for (share, qmix) in &queues {
+            for (i, o) in out.iter_mut().enumerate() {
+                let q: f64 = qmix
+                    .iter()
+                    .filter(|p| p.nodes.contains(&i))
+                    .map(|p| p.share)
+                    .sum::<f64>()
+                    .min(1.0);
+                if q <= 0.0 {
+                    continue;
+                }
+                o.calls += share * (1.0 - (1.0 - q).powi(v as i32)) / v as f64;
+                o.packets += share * q;
+                if Some(i) != input {
+                    o.mixed += share * q * mixedness(qmix, i, None);
+                }
+            }
+        }
+        if let Some(i) = input {
+            // The input node sees the whole traffic: with the batcher on, its packets'
+            // next hops are their queues.
+            let queue_of = |p: &Path| -> usize {
+                queues
+                    .iter()
+                    .position(|(_, qm)| qm.iter().any(|x| x.nodes == p.nodes))
+                    .unwrap_or(0)
+            };
+            let key: Option<&dyn Fn(&Path) -> usize> = if on { Some(&queue_of) } else { None };
+            out[i].mixed = mixedness(&mix, i, key);
+        }
+        out
+    }
+
+    /// Predicted cycles per packet (all nodes, batcher included) for the path shares, the
+    /// vector size and the batcher setting.
+    pub fn cycles_per_packet(&self, shares: &[f64], vector: usize, batching: Batching) -> f64 {
+        let on = matches!(batching, Batching::Batch(_));
+        self.node_load(shares, vector, batching)
+            .iter()
+            .zip(&self.nodes)
+            .map(|(l, n)| {
+                l.calls * n.per_call
+                    + l.packets
+                        * if on {
+                            n.per_packet_on
+                        } else {
+                            n.per_packet_off
+                        }
+                    + l.mixed * n.split
+            })
+            .sum()
+    }
+
+    /// Fits each node's [`CallCost`] from measured runs (the seed's offline phase):
+    /// least squares of cycles = per_call·calls + per_packet·packets + split·mixed, all
+    /// ≥ 0, with separate per-packet costs off and on for the input node (the first node
+    /// of every path: the batcher, whose work differs) and one for every other node (its
+    /// per-packet work is the same; the batcher changes its calls); a coefficient without
+    /// data (never sees mixed vectors) stays 0.
+    /// `samples[i]` are node i's runs; runs at two or more packets per call (e.g. the
+    /// batcher off at two vector sizes, on at two batch sizes) identify the per-call part,
+    /// runs on traffic of one and of several paths the split part.
+    ///
+    /// ```
+    /// use pktvec_model::ppb::{BatchedGraph, BatchedPath, CallSample};
+    /// // The input node (the batcher): 2000 cycles per call, 30 per packet off and 35 on,
+    /// // 12 per packet of mixed traffic it splits.
+    /// let run = |on: bool, per_call: f64, mixed: f64| CallSample { on, calls: 1.0 / per_call,
+    ///     packets: 1.0, mixed, cycles: 2000.0 / per_call + if on { 35.0 } else { 30.0 } + 12.0 * mixed };
+    /// let s = vec![run(false, 64.0, 0.5), run(false, 256.0, 0.5), run(true, 64.0, 0.0),
+    ///              run(true, 256.0, 0.0), run(false, 256.0, 0.0)];
+    /// let one = vec![BatchedPath { name: "p".into(), off: vec![0], on: vec![0] }];
+    /// let g = BatchedGraph::fit(&["batcher".to_string()], one, 0.05, &[s]);
+    /// let n = &g.nodes[0];
+    /// assert!((n.per_call - 2000.0).abs() < 1e-6 && (n.per_packet_on - 35.0).abs() < 1e-6);
+    /// assert!((n.split - 12.0).abs() < 1e-6);
+    /// ```
+    pub fn fit(
+        names: &[String],
+        paths: Vec<BatchedPath>,
+        elephant_share: f64,
+        samples: &[Vec<CallSample>],
+    ) -> BatchedGraph {
+        // The input node (first on every path): the batcher itself, whose per-packet work
+        // differs off and on. Every other node does the same work per packet either way
+        // (eq. 1: s·B_i + D; the batcher changes its calls, I): one per-packet cost.
+        let input = paths
+            .first()
+            .and_then(|p| p.off.first().copied())
+            .filter(|&i| {
+                paths
+                    .iter()
+                    .all(|p| p.off.first() == Some(&i) && p.on.first() == Some(&i))
+            });
+        let nodes = names
+            .iter()
+            .zip(samples)
+            .enumerate()
+            .map(|(i, (name, s))| {
+                let own = input == Some(i);
+                let rows: Vec<[f64; 4]> = s
+                    .iter()
+                    .map(|x| {
+                        let (off, on) = match (own, x.on) {
+                            (true, true) => (0.0, x.packets),
+                            _ => (x.packets, 0.0),
+                        };
+                        [x.calls, off, on, x.mixed]
+                    })
+                    .collect();
+                let ys: Vec<f64> = s.iter().map(|x| x.cycles).collect();
+                let c = nnls(&rows, &ys);
+                CallCost {
+                    name: name.clone(),
+                    per_call: c[0],
+                    per_packet_off: c[1],
+                    per_packet_on: if own { c[2] } else { c[1] },
+                    split: c[3],
+                }
+            })
+            .collect();
+        BatchedGraph {
+            nodes,
+            paths,
+            elephant_share,
+        }
+    }
+
+    /// The path shares of the traffic from each node's packets per input packet (a
+    /// window's runtime stats, with the batcher off or on): each path's share is the
+    /// packets of its marker node, the first of its nodes that no other path visits,
+    /// normalised to sum 1 (paths without a marker get none).
+    ///
+    /// ```
+    /// use pktvec_model::ppb::{BatchedGraph, BatchedPath};
+    /// let g = BatchedGraph { nodes: Vec::new(), elephant_share: 0.05, paths: vec![
+    ///     BatchedPath { name: "ipv4".into(), off: vec![0, 1, 2], on: vec![0, 2] },
+    ///     BatchedPath { name: "ipv6".into(), off: vec![0, 1, 3], on: vec![0, 3] }] };
+    /// assert_eq!(g.shares_from_node_packets(&[1.0, 1.0, 0.25, 0.75]), vec![0.25, 0.75]);
+    /// ```
+    pub fn shares_from_node_packets(&self, node_packets: &[f64]) -> Vec<f64> {
+        let visits =
+            |k: usize, i: usize| self.paths[k].off.contains(&i) || self.paths[k].on.contains(&i);
+        let raw: Vec<f64> = (0..self.paths.len())
+            .map(|k| {
+                let p = &self.paths[k];
+                p.on.iter()
+                    .chain(&p.off)
+                    .find(|&&i| (0..self.paths.len()).all(|j| j == k || !visits(j, i)))
+                    .and_then(|&i| node_packets.get(i).copied())
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let total: f64 = raw.iter().sum();
+        if total > 0.0 {
+            raw.iter().map(|x| x / total).collect()
+        } else {
+            raw
+        }
+    }
+}
+
+/// Probability that two packets of `mix` visiting node `i` take different next hops
+/// (1 − Σ_k r_k²): the next node on their path, or `key` of their path if given.
+fn mixedness(mix: &[Path], i: usize, key: Option<&dyn Fn(&Path) -> usize>) -> f64 {
+    let mut by_next: Vec<(usize, f64)> = Vec::new();
+    let mut total = 0.0;
+    for p in mix {
+        let Some(pos) = p.nodes.iter().position(|&n| n == i) else {
+            continue;
+        };
+        let k = match key {
+            Some(f) => f(p),
+            None => p.nodes.get(pos + 1).copied().unwrap_or(usize::MAX),
+        };
+        match by_next.iter_mut().find(|e| e.0 == k) {
+            Some(e) => e.1 += p.share,
+            None => by_next.push((k, p.share)),
+        }
+        total += p.share;
+    }
+    if total <= 0.0 {
+        return 0.0;
+    }
+    1.0 - by_next.iter().map(|e| (e.1 / total).powi(2)).sum::<f64>()
+}
+
+/// Non-negative least squares over N columns (a column without data is left at 0): the
+/// unconstrained fit over the active columns, dropping the most negative coefficient and
+/// refitting until none is negative; collinear columns drop the first active one.
+fn nnls<const N: usize>(rows: &[[f64; N]], ys: &[f64]) -> [f64; N] {
+    let mut active: Vec<usize> = (0..N)
+        .filter(|&j| rows.iter().any(|r| r[j] != 0.0))
+        .collect();
+    loop {
+        let k = active.len();
+        if k == 0 {
+            return [0.0; N];
+        }
+        // Normal equations over the active columns.
+        let mut m = vec![vec![0.0f64; k + 1]; k];
+        for (r, &y) in rows.iter().zip(ys) {
+            for a in 0..k {
+                for b in 0..k {
+                    m[a][b] += r[active[a]] * r[active[b]];
+                }
+                m[a][k] += r[active[a]] * y;
+            }
+        }
+        let mut ok = true;
+        for col in 0..k {
+            let piv = (col..k)
+                .max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))
+                .unwrap_or(col);
+            if m[piv][col].abs() < 1e-12 {
+                ok = false;
+                break;
+            }
+            m.swap(col, piv);
+            let pivot = m[col].clone();
+            for (r, row) in m.iter_mut().enumerate() {
+                if r != col {
+                    let f = row[col] / pivot[col];
+                    for (x, p) in row.iter_mut().zip(&pivot).skip(col) {
+                        *x -= f * p;
+                    }
+                }
+            }
+        }
+        if !ok {
+            // Collinear columns (e.g. one packets-per-call value only): drop the per-call
+            // column first, it is the one the data cannot separate.
+            active.remove(0);
+            continue;
+        }
+        let coef: Vec<f64> = (0..k).map(|a| m[a][k] / m[a][a]).collect();
+        match (0..k)
+            .filter(|&a| coef[a] < 0.0)
+            .min_by(|&a, &b| coef[a].total_cmp(&coef[b]))
+        {
+            Some(a) => {
+                active.remove(a);
+            }
+            None => {
+                let mut out = [0.0; N];
+                for (a, &j) in active.iter().enumerate() {
+                    out[j] = coef[a];
+                }
+                return out;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +728,57 @@ mod tests {
             (off.d1_misses - on4.d1_misses).abs() < 1e-9,
             "same data per packet"
         );
+    }
+
+    #[test]
+    fn the_vector_splits_where_the_paths_diverge() {
+        let node = |n: &str| CallCost {
+            name: n.into(),
+            per_call: 0.0,
+            per_packet_off: 0.0,
+            per_packet_on: 0.0,
+            split: 0.0,
+        };
+        // batcher 0, ethernet-input 1, ip4 2, ip6 3, output 4.
+        let g = BatchedGraph {
+            nodes: ["batcher", "eth", "ip4", "ip6", "out"].map(node).to_vec(),
+            paths: vec![
+                BatchedPath {
+                    name: "ipv4".into(),
+                    off: vec![0, 1, 2, 4],
+                    on: vec![0, 2, 4],
+                },
+                BatchedPath {
+                    name: "ipv6".into(),
+                    off: vec![0, 1, 3, 4],
+                    on: vec![0, 3, 4],
+                },
+            ],
+            elephant_share: 0.05,
+        };
+        let alt = [0.5, 0.5];
+        let off = g.node_load(&alt, 256, Batching::Off);
+        // Off: the batcher sends everything to ethernet-input (whole), which splits it.
+        assert_eq!(off[0].mixed, 0.0);
+        assert!((off[1].mixed - 0.5).abs() < 1e-12);
+        assert_eq!((off[2].mixed, off[4].mixed), (0.0, 0.0));
+        assert!((off[2].packets - 0.5).abs() < 1e-12 && (off[2].calls - 1.0 / 256.0).abs() < 1e-9);
+        // On: the batcher splits the traffic into its queues; every vector after is whole.
+        let on = g.node_load(&alt, 256, Batching::Batch(64));
+        assert!((on[0].mixed - 0.5).abs() < 1e-12);
+        assert_eq!(on[1].packets, 0.0);
+        assert!(on[2..].iter().all(|l| l.mixed == 0.0));
+        assert!(
+            (on[4].calls - 1.0 / 64.0).abs() < 1e-12,
+            "one output call per batch"
+        );
+        assert!((on[2].calls - 0.5 / 64.0).abs() < 1e-12);
+        // One path: nothing splits, with the batcher or without.
+        for b in [Batching::Off, Batching::Batch(64)] {
+            assert!(g
+                .node_load(&[1.0, 0.0], 256, b)
+                .iter()
+                .all(|l| l.mixed == 0.0));
+        }
     }
 }

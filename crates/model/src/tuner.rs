@@ -6,12 +6,17 @@
 //!
 //! The seeds' rule that sub-batch prefetching hurts on small, cache-resident tables is
 //! applied explicitly as well as through the model's Δsub: when the table is cache resident
-//! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or it fits
-//! the LLC and the calibration's hideable stall is a small share of the cost), the
+//! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or, size
+//! unknown, the calibration's hideable stall is a small share of the cost), the
 //! predicted choice is restricted to sub-batches of at most
 //! [`TunerConfig::resident_max_sub_batch`].
+//!
+//! The path batcher's setting (off or a batch size) is the third dimension:
+//! [`BatchTuner`], from the PPB model ([`crate::ppb::BatchedGraph`]), for the vector size
+//! in force.
 
 use crate::calibrate::Calibration;
+use crate::ppb::{BatchedGraph, Batching};
 use serde::{Deserialize, Serialize};
 
 /// Tuner settings.
@@ -51,8 +56,9 @@ pub struct TunerConfig {
     /// [`Tuner::cache_resident`]).
     #[serde(default)]
     pub table_fit: Option<CacheFit>,
-    /// The calibration says "cache resident" when Σ Δhide over the nodes (the stall a
-    /// sub-batch could hide) is below this share of the predicted cycles per packet at the
+    /// Where the table's size is unknown (`table_fit` = `None`), the calibration says
+    /// "cache resident" when Σ Δhide over the nodes (the stall a sub-batch could hide) is
+    /// below this share of the predicted cycles per packet at the
     /// largest vector and b = 1 (Δstall ≈ 0). Default 0.10: on the 2-vCPU VM the fitted
     /// share of the same l3fwd run with a 1.2 MiB FIB ranged 4.5–37% between sittings
     /// (l3fwd 7.4 MiB: 23–47%; l2fwd 57 MiB: 53–69%), so a higher threshold would cap b
@@ -68,6 +74,19 @@ pub struct TunerConfig {
     /// model's error are ties, and on a tie the larger vector amortises more. 0: strict.
     #[serde(default = "default_vector_tie")]
     pub vector_tie: f64,
+    /// Within the chosen vector size, on a table that is not cache resident, the tuner
+    /// takes the largest sub-batch whose prediction is within this share of that vector's
+    /// best (on a resident table the smallest): the fitted Δsub, from four sub-batches in
+    /// a noisy sitting, often puts b* at 8–16 where b = 32–64 measures best beyond the
+    /// L2 (docs/results/model.md). 0: strict.
+    #[serde(default = "default_vector_tie")]
+    pub sub_batch_tie: f64,
+    /// Whether the cache-pressure term Δcache·B enters the tuner's choice (it always
+    /// enters [`Tuner::predict`]). Off by default: over the sixteen stored sittings of
+    /// docs/results/model-sitting4.json it moved the choice to V = 64 or 128 in 8 of 32
+    /// choices while the pooled best vector size was 256 (128 on l2fwd large, within 2%).
+    #[serde(default)]
+    pub cache_term: bool,
 }
 
 fn default_vector_tie() -> f64 {
@@ -79,7 +98,7 @@ fn default_vector_tie() -> f64 {
 pub enum CacheFit {
     /// Within the (private) L2: lookups hit in a few cycles, nothing worth hiding.
     L2,
-    /// Beyond the L2, within the last-level cache: the calibration decides.
+    /// Beyond the L2, within the last-level cache: LLC hits are worth hiding, not resident.
     Llc,
     /// Beyond the last-level cache: lookups miss to memory, sub-batches have work to hide.
     Memory,
@@ -150,6 +169,8 @@ impl Default for TunerConfig {
             resident_stall_share: default_resident_stall_share(),
             resident_max_sub_batch: default_resident_max_sub_batch(),
             vector_tie: default_vector_tie(),
+            sub_batch_tie: default_vector_tie(),
+            cache_term: false,
         }
     }
 }
@@ -237,12 +258,13 @@ impl Tuner {
         }
     }
 
-    /// Whether the table is treated as cache resident: the probe says it fits the L2
-    /// ([`TunerConfig::table_fit`] = [`CacheFit::L2`]); or it is not known to be beyond
-    /// the LLC and the calibrated hideable stall is below
-    /// [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0). A table within the
-    /// LLC but beyond the L2 can still miss enough to be worth hiding (on this VM, 7.4 MiB
-    /// of IPv4 FIB: 23–47% of the cycles hideable), hence the calibration's say there.
+    /// Whether the table is treated as cache resident: the probe says it fits the private
+    /// L2 ([`TunerConfig::table_fit`] = [`CacheFit::L2`]); beyond the L2 (LLC or memory)
+    /// it is not; where the table's size is unknown (`None`), when the calibrated hideable
+    /// stall is below [`TunerConfig::resident_stall_share`] of the cost (Δstall ≈ 0).
+    /// (Until this round a table in the LLC was also left to the calibration; on this VM
+    /// the fitted share of l3fwd's 1.2 MiB FIB flipped across the threshold with the noise
+    /// and capped b at 8, while b = 32 measured best pooled over sixteen sittings.)
     ///
     /// ```
     /// use pktvec_model::batching::{Compute, Node, Stall};
@@ -262,8 +284,8 @@ impl Tuner {
     pub fn cache_resident(&self) -> bool {
         match self.cfg.table_fit {
             Some(CacheFit::L2) => true,
-            Some(CacheFit::Memory) => false,
-            _ => self.stall_share() < self.cfg.resident_stall_share,
+            Some(CacheFit::Llc) | Some(CacheFit::Memory) => false,
+            None => self.stall_share() < self.cfg.resident_stall_share,
         }
     }
 
@@ -297,7 +319,7 @@ impl Tuner {
         let all: Vec<(f64, Setting)> = self
             .candidates()
             .into_iter()
-            .map(|s| (self.predict(s), s))
+            .map(|s| (self.score(s), s))
             .collect();
         let Some(min) = all.iter().map(|a| a.0).min_by(f64::total_cmp) else {
             return self.current;
@@ -308,13 +330,41 @@ impl Tuner {
         let Some(v) = all.iter().find(|a| a.0 <= limit).map(|a| a.1.vector) else {
             return self.current;
         };
-        let mut best = (f64::INFINITY, self.current);
-        for &(c, s) in all.iter().filter(|a| a.1.vector == v) {
-            if c < best.0 {
-                best = (c, s);
-            }
+        let at_v: Vec<(f64, Setting)> = all.iter().copied().filter(|a| a.1.vector == v).collect();
+        let best_v = at_v
+            .iter()
+            .map(|a| a.0)
+            .min_by(f64::total_cmp)
+            .unwrap_or(min);
+        let limit = best_v * (1.0 + self.cfg.sub_batch_tie.max(0.0));
+        let near = at_v.iter().filter(|a| a.0 <= limit).map(|a| a.1);
+        // Beyond the caches, the largest near-best sub-batch (latency to hide); on a
+        // resident table, the smallest (the seeds: prefetching sub-batches hurt there).
+        let pick = if self.cache_resident() {
+            near.min_by_key(|s| s.sub_batch)
+        } else {
+            near.max_by_key(|s| s.sub_batch)
+        };
+        pick.unwrap_or(self.current)
+    }
+
+    /// The prediction the choice is made on: [`predict`](Self::predict), without the
+    /// Δcache·B term unless [`TunerConfig::cache_term`].
+    fn score(&self, s: Setting) -> f64 {
+        if self.cfg.cache_term {
+            return self.predict(s);
         }
-        best.1
+        self.scale
+            * self
+                .calib
+                .nodes
+                .iter()
+                .map(|(_, n)| {
+                    let mut n = *n;
+                    n.compute.delta_cache = 0.0;
+                    n.cycles_per_packet(s.vector, s.sub_batch)
+                })
+                .sum::<f64>()
     }
 
     /// Predicted cycles per packet of a setting (model × the online scale factor).
@@ -362,7 +412,7 @@ impl Tuner {
         let mut all: Vec<(f64, Setting)> = self
             .candidates()
             .into_iter()
-            .map(|s| (self.predict(s), s))
+            .map(|s| (self.score(s), s))
             .collect();
         // Stable sort: ties keep the larger-vector-first order.
         all.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -580,6 +630,261 @@ impl Tuner {
     }
 }
 
+/// Settings of the [`BatchTuner`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchTunerConfig {
+    /// Batch sizes the batcher may take (besides off); each at most the vector size.
+    pub batches: Vec<usize>,
+    /// A batch size is chosen over "off" (and a measured setting over the model's choice
+    /// during exploration) only when it is cheaper by more than this share: switching the
+    /// batcher on holds packets, so within the noise, stay off.
+    pub min_gain: f64,
+    /// Settings measured per re-decision: the model's best `explore`, and "off" if it is
+    /// not among them (bounded exploration: at most `explore` + 1 settings).
+    pub explore: usize,
+    /// Windows measured per explored setting (their median is used).
+    pub windows_per_try: usize,
+    /// L1 distance between the window's path shares and the shares of the last decision
+    /// that counts as a traffic change.
+    pub share_drift: f64,
+    /// Consecutive windows beyond `share_drift` before re-deciding.
+    pub confirm_windows: usize,
+}
+
+impl Default for BatchTunerConfig {
+    fn default() -> Self {
+        BatchTunerConfig {
+            batches: vec![32, 64, 128, 256],
+            min_gain: 0.03,
+            explore: 2,
+            windows_per_try: 3,
+            share_drift: 0.2,
+            confirm_windows: 2,
+        }
+    }
+}
+
+/// The tuner's third dimension: the path batcher off or its batch size, for the current
+/// path mix, from the PPB model ([`BatchedGraph`]: what the per-call cost of each node
+/// costs per packet when a vector splits into its paths, off, or runs one path, on).
+///
+/// Online ([`observe`](Self::observe)), each window's path shares (from the nodes'
+/// packets, [`BatchedGraph::shares_from_node_packets`]) are compared with the shares of
+/// the last decision; a change beyond [`BatchTunerConfig::share_drift`] for
+/// `confirm_windows` windows starts a bounded exploration: the model's best `explore`
+/// settings for the new mix and "off", `windows_per_try` windows each; the best measured is kept
+/// (the model's first choice unless another is better by `min_gain`). The machine's own
+/// speed swings leave the shares alone, so they start nothing.
+///
+/// ```
+/// use pktvec_model::ppb::{BatchedGraph, BatchedPath, Batching, CallCost};
+/// use pktvec_model::tuner::{BatchTuner, BatchTunerConfig};
+/// let node = |name: &str, per_call: f64, off: f64, on: f64| CallCost {
+///     name: name.into(), per_call, per_packet_off: off, per_packet_on: on, split: 0.0 };
+/// let model = BatchedGraph {
+///     // The batcher costs 8 cycles per packet more when on.
+///     nodes: vec![node("batcher", 500.0, 20.0, 28.0), node("ip4", 6000.0, 30.0, 30.0),
+///                 node("ip6", 6000.0, 30.0, 30.0)],
+///     paths: vec![BatchedPath { name: "ipv4".into(), off: vec![0, 1], on: vec![0, 1] },
+///                 BatchedPath { name: "ipv6".into(), off: vec![0, 2], on: vec![0, 2] }],
+///     elephant_share: 0.05 };
+/// let t = BatchTuner::new(BatchTunerConfig::default(), model, 256, &[0.5, 0.5]);
+/// // Alternating IPv4/IPv6: batching halves the per-call cost of each path's nodes.
+/// assert_eq!(t.setting(), Batching::Batch(256));
+/// // One path: nothing to gain, the batcher's own cost remains: off.
+/// assert_eq!(t.best_predicted(&[1.0, 0.0]), Batching::Off);
+/// ```
+#[derive(Clone, Debug)]
+pub struct BatchTuner {
+    cfg: BatchTunerConfig,
+    model: BatchedGraph,
+    vector: usize,
+    current: Batching,
+    decided_for: Vec<f64>,
+    drifting: usize,
+    exploring: Vec<Batching>,
+    first: Option<Batching>,
+    results: Vec<(Batching, f64)>,
+    tries: Vec<f64>,
+    decisions: u64,
+    windows: u64,
+}
+
+impl BatchTuner {
+    /// A tuner for vectors of `vector` packets, starting at the model's choice for the
+    /// path shares `shares`.
+    pub fn new(
+        cfg: BatchTunerConfig,
+        model: BatchedGraph,
+        vector: usize,
+        shares: &[f64],
+    ) -> BatchTuner {
+        let mut t = BatchTuner {
+            cfg,
+            model,
+            vector,
+            current: Batching::Off,
+            decided_for: shares.to_vec(),
+            drifting: 0,
+            exploring: Vec::new(),
+            first: None,
+            results: Vec::new(),
+            tries: Vec::new(),
+            decisions: 0,
+            windows: 0,
+        };
+        t.current = t.best_predicted(shares);
+        t
+    }
+
+    /// The settings the batcher may take at this vector size: off and each batch size
+    /// up to the vector size.
+    pub fn candidates(&self) -> Vec<Batching> {
+        std::iter::once(Batching::Off)
+            .chain(
+                self.cfg
+                    .batches
+                    .iter()
+                    .filter(|&&b| b <= self.vector)
+                    .map(|&b| Batching::Batch(b)),
+            )
+            .collect()
+    }
+
+    /// Predicted cycles per packet of a setting for the path shares.
+    pub fn predict(&self, shares: &[f64], b: Batching) -> f64 {
+        self.model.cycles_per_packet(shares, self.vector, b)
+    }
+
+    /// The settings by predicted cycles per packet, best first; "off" is first unless a
+    /// batch size is predicted cheaper by more than `min_gain`.
+    pub fn ranked(&self, shares: &[f64]) -> Vec<(Batching, f64)> {
+        let mut all: Vec<(Batching, f64)> = self
+            .candidates()
+            .into_iter()
+            .map(|b| (b, self.predict(shares, b)))
+            .collect();
+        let off = all[0].1;
+        let margin = 1.0 - self.cfg.min_gain.max(0.0);
+        // Off competes with its cost lowered by the margin (hysteresis towards off).
+        all.sort_by(|a, b| {
+            let k = |x: &(Batching, f64)| {
+                if x.0 == Batching::Off {
+                    off * margin
+                } else {
+                    x.1
+                }
+            };
+            k(a).total_cmp(&k(b))
+        });
+        all
+    }
+
+    /// The model's choice for the path shares.
+    pub fn best_predicted(&self, shares: &[f64]) -> Batching {
+        self.ranked(shares)[0].0
+    }
+
+    /// The setting to run now.
+    pub fn setting(&self) -> Batching {
+        self.current
+    }
+
+    /// The model.
+    pub fn model(&self) -> &BatchedGraph {
+        &self.model
+    }
+
+    /// True while exploring.
+    pub fn exploring(&self) -> bool {
+        self.first.is_some()
+    }
+
+    /// Re-decisions finished.
+    pub fn decisions(&self) -> u64 {
+        self.decisions
+    }
+
+    /// Windows observed.
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
+    /// Feeds one window: its measured cycles per packet (at [`setting`](Self::setting))
+    /// and its path shares; returns the setting for the next window.
+    pub fn observe(&mut self, cycles_per_packet: f64, shares: &[f64]) -> Batching {
+        self.windows += 1;
+        if let Some(first) = self.first {
+            self.tries.push(cycles_per_packet);
+            if self.tries.len() < self.cfg.windows_per_try.max(1) {
+                return self.current;
+            }
+            // The median of the setting's windows: one window hit by another process
+            // does not decide.
+            self.tries.sort_by(f64::total_cmp);
+            let m = self.tries[self.tries.len() / 2];
+            self.tries.clear();
+            self.results.push((self.current, m));
+            if let Some(next) = self.exploring.pop() {
+                self.current = next;
+                return next;
+            }
+            // Done: the model's first choice unless another measured better by min_gain.
+            let first_c = self
+                .results
+                .iter()
+                .find(|r| r.0 == first)
+                .map_or(f64::INFINITY, |r| r.1);
+            let best = self
+                .results
+                .iter()
+                .copied()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("at least one result");
+            self.current = if best.1 < first_c * (1.0 - self.cfg.min_gain) {
+                best.0
+            } else {
+                first
+            };
+            self.results.clear();
+            self.first = None;
+            self.decisions += 1;
+            return self.current;
+        }
+        let d: f64 = self
+            .decided_for
+            .iter()
+            .zip(shares)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f64>()
+            + self.decided_for.len().abs_diff(shares.len()) as f64;
+        if d > self.cfg.share_drift {
+            self.drifting += 1;
+        } else {
+            self.drifting = 0;
+        }
+        if self.drifting >= self.cfg.confirm_windows.max(1) {
+            self.drifting = 0;
+            self.decided_for = shares.to_vec();
+            let mut top: Vec<Batching> = self
+                .ranked(shares)
+                .into_iter()
+                .take(self.cfg.explore.max(1))
+                .map(|r| r.0)
+                .collect();
+            self.first = Some(top[0]);
+            // "Off" is always measured too: the baseline the batcher must beat.
+            if !top.contains(&Batching::Off) {
+                top.push(Batching::Off);
+            }
+            top.reverse(); // popped from the back: the model's best first
+            self.current = top.pop().expect("one candidate");
+            self.exploring = top;
+        }
+        self.current
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -654,9 +959,10 @@ mod tests {
         assert!(t.setting().sub_batch <= 8, "{:?}", t.setting());
         assert_eq!(t.setting().vector, 256);
         // Even without the explicit cap, Δsub alone moves the choice to b* = √(10/0.3) ≈ 5.8,
-        // of the grid's {4, 8}: 8 (by 0.05 cycles per packet).
+        // of the grid's {4, 8}: 8 (by 0.05 cycles per packet; strict, no sub-batch tie).
         let uncapped = TunerConfig {
             resident_max_sub_batch: usize::MAX,
+            sub_batch_tie: 0.0,
             ..TunerConfig::default()
         };
         let t = Tuner::new(uncapped.clone(), calib_table(10.0, 0.3));
@@ -664,8 +970,10 @@ mod tests {
         // Without Δsub the model alone would take the largest b; the cap stops it.
         let t = Tuner::new(uncapped, calib_table(10.0, 0.0));
         assert_eq!(t.setting().sub_batch, 128);
+        // With the cap: the smallest sub-batch within `sub_batch_tie` of the capped best
+        // (b = 8 hides 1.25 cycles more than b = 4 of ≈ 120: a tie on a resident table).
         let t = Tuner::new(TunerConfig::default(), calib_table(10.0, 0.0));
-        assert_eq!(t.setting().sub_batch, 8);
+        assert_eq!(t.setting().sub_batch, 4);
         assert!(t.top_predicted(40).iter().all(|s| s.sub_batch <= 8));
         // Large table beyond the caches (like l2fwd with 4M stations): 400 hideable cycles,
         // the same Δsub: not resident, large b (√(400/0.3) ≈ 37 → 32 of the grid).
@@ -686,8 +994,9 @@ mod tests {
         let t = Tuner::new(with(CacheFit::Memory), calib_table(10.0, 0.0));
         assert!(!t.cache_resident());
         assert_eq!(t.setting().sub_batch, 128);
+        // Beyond the L2, within the LLC: not resident whatever the calibration says.
         let t = Tuner::new(with(CacheFit::Llc), calib_table(10.0, 0.0));
-        assert!(t.cache_resident());
+        assert!(!t.cache_resident());
         let t = Tuner::new(with(CacheFit::Llc), calib_table(400.0, 0.0));
         assert!(!t.cache_resident());
     }
@@ -709,12 +1018,51 @@ mod tests {
         };
         let t = Tuner::new(TunerConfig::default(), c.clone());
         assert_eq!(t.setting().vector, 256);
+        // Strict, with Δcache in the choice: the smaller vector.
         let strict = TunerConfig {
             vector_tie: 0.0,
+            cache_term: true,
             ..TunerConfig::default()
         };
-        let t = Tuner::new(strict, c);
+        let t = Tuner::new(strict, c.clone());
         assert_eq!(t.setting().vector, 128);
+        // Strict, Δcache left out of the choice (the default): 256 again.
+        let t = Tuner::new(
+            TunerConfig {
+                vector_tie: 0.0,
+                ..TunerConfig::default()
+            },
+            c,
+        );
+        assert_eq!(t.setting().vector, 256);
+    }
+
+    #[test]
+    fn near_best_sub_batches_go_to_the_larger_beyond_the_caches() {
+        // A table in the LLC: b* = √(40/0.15) ≈ 16 by the model, b = 32 within 1%.
+        let c = calib_table(40.0, 0.15);
+        let cfg = TunerConfig {
+            table_fit: Some(CacheFit::Llc),
+            ..TunerConfig::default()
+        };
+        let strict = TunerConfig {
+            sub_batch_tie: 0.0,
+            ..cfg.clone()
+        };
+        let s = Tuner::new(strict, c.clone()).setting();
+        let t = Tuner::new(cfg, c.clone());
+        assert_eq!(s.sub_batch, 16, "strict: the model's own minimum");
+        assert!(t.setting().sub_batch > 16, "{:?}", t.setting());
+        assert!(t.predict(t.setting()) <= t.predict(s) * 1.03);
+        // The same calibration for an L2-resident table: the smallest near-best, ≤ 8.
+        let t = Tuner::new(
+            TunerConfig {
+                table_fit: Some(CacheFit::L2),
+                ..TunerConfig::default()
+            },
+            c,
+        );
+        assert!(t.setting().sub_batch <= 8);
     }
 
     #[test]
@@ -787,5 +1135,120 @@ mod tests {
             (t.predict(top[2]) - 98.0).abs() < 1e-9,
             "rescaled to the measurement"
         );
+    }
+
+    /// A batched l3fwd-like graph: the batcher, a shared output node, and one node per
+    /// path whose per-call cost the batcher can amortise.
+    fn batched(batcher_on_extra: f64) -> BatchedGraph {
+        use crate::ppb::{BatchedPath, CallCost};
+        let node = |name: &str, per_call: f64, off: f64, on: f64| CallCost {
+            name: name.into(),
+            per_call,
+            per_packet_off: off,
+            per_packet_on: on,
+            split: 0.0,
+        };
+        BatchedGraph {
+            nodes: vec![
+                node("batcher", 700.0, 25.0, 25.0 + batcher_on_extra),
+                node("ethernet-input", 900.0, 40.0, 40.0),
+                node("ip4", 8000.0, 80.0, 80.0),
+                node("ip6", 9000.0, 120.0, 120.0),
+                node("output", 1500.0, 10.0, 10.0),
+            ],
+            paths: vec![
+                BatchedPath {
+                    name: "ipv4".into(),
+                    off: vec![0, 1, 2, 4],
+                    on: vec![0, 2, 4],
+                },
+                BatchedPath {
+                    name: "ipv6".into(),
+                    off: vec![0, 1, 3, 4],
+                    on: vec![0, 3, 4],
+                },
+            ],
+            elephant_share: 0.05,
+        }
+    }
+
+    #[test]
+    fn batcher_decision_follows_the_model() {
+        let alt = [0.5, 0.5];
+        let single = [1.0, 0.0];
+        // The batcher on costs 45 cycles per packet more (≈ what ethernet-input saves).
+        let t = BatchTuner::new(BatchTunerConfig::default(), batched(45.0), 256, &alt);
+        // The choice is the model's minimum (with the hysteresis towards off).
+        let ranked = t.ranked(&alt);
+        let best_batch = ranked
+            .iter()
+            .filter(|r| r.0 != Batching::Off)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        let off = t.predict(&alt, Batching::Off);
+        assert_eq!(
+            best_batch.0,
+            Batching::Batch(256),
+            "largest batch amortises most"
+        );
+        assert!(best_batch.1 < off * 0.97, "{best_batch:?} vs off {off}");
+        assert_eq!(t.setting(), Batching::Batch(256));
+        // Single path: batching saves no per-call cost (the path's vectors are whole
+        // anyway) and smaller batches add calls: off.
+        assert_eq!(t.best_predicted(&single), Batching::Off);
+        assert!(t.predict(&single, Batching::Batch(32)) > t.predict(&single, Batching::Batch(256)));
+        // A batcher twice as costly: off on alternating traffic too.
+        let t = BatchTuner::new(BatchTunerConfig::default(), batched(200.0), 256, &alt);
+        assert_eq!(t.setting(), Batching::Off);
+        // Vectors of 64: batch sizes above 64 are not candidates.
+        let t = BatchTuner::new(BatchTunerConfig::default(), batched(45.0), 64, &alt);
+        assert!(!t.candidates().contains(&Batching::Batch(128)));
+        assert_eq!(t.setting(), Batching::Batch(64));
+    }
+
+    #[test]
+    fn batcher_tuner_re_decides_on_a_mix_change_and_settles() {
+        let model = batched(45.0);
+        // The machine runs 1.3× slower than the model predicts; the truth has the model's
+        // shape.
+        let truth = |shares: &[f64], b: Batching| 1.3 * model.cycles_per_packet(shares, 256, b);
+        let cfg = BatchTunerConfig::default();
+        let bound = cfg.confirm_windows + (cfg.explore + 1) * cfg.windows_per_try;
+        let mut t = BatchTuner::new(cfg, model.clone(), 256, &[1.0, 0.0]);
+        assert_eq!(t.setting(), Batching::Off);
+        // Single path, slower machine, small share noise: no exploration.
+        for w in 0..20 {
+            let s = [1.0 - 0.01 * (w % 3) as f64, 0.01 * (w % 3) as f64];
+            t.observe(truth(&s, t.setting()) * (1.0 + 0.2 * (w % 2) as f64), &s);
+            assert!(!t.exploring() && t.decisions() == 0);
+        }
+        // Alternating: re-decided within the bound, to a batch size, and stays there.
+        let alt = [0.5, 0.5];
+        let mut n = 0;
+        while t.decisions() == 0 {
+            t.observe(truth(&alt, t.setting()), &alt);
+            n += 1;
+            assert!(n <= bound, "bounded exploration");
+        }
+        assert_eq!(t.setting(), Batching::Batch(256));
+        for _ in 0..10 {
+            t.observe(truth(&alt, t.setting()), &alt);
+        }
+        assert_eq!((t.decisions(), t.setting()), (1, Batching::Batch(256)));
+        // Back to one path: off again.
+        let one = [1.0, 0.0];
+        while t.decisions() == 1 {
+            t.observe(truth(&one, t.setting()), &one);
+        }
+        assert_eq!(t.setting(), Batching::Off);
+        // A measurement that contradicts the model wins the exploration: on alternating
+        // traffic, if batching measured 20% worse than off, the tuner keeps off.
+        let mut t = BatchTuner::new(BatchTunerConfig::default(), model.clone(), 256, &one);
+        while t.decisions() == 0 {
+            let s = t.setting();
+            let c = truth(&alt, s) * if s == Batching::Off { 1.0 } else { 1.4 };
+            t.observe(c, &alt);
+        }
+        assert_eq!(t.setting(), Batching::Off);
     }
 }
