@@ -7,7 +7,6 @@ use crate::parser::{Parsed, ProtocolGraph};
 use crate::path_table::{FastL3, PathTable, SharedPathTable};
 use crate::queues::{BatcherConfig, BatcherStats, FullPolicy, Queues, MAX_PATHS};
 use pktvec_graph::builtin::copy_into_buffers;
-use pktvec_graph::loops::quad_loop;
 use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Next, Node, NodeKind};
 use pktvec_packet::wire::{parse_l2, EtherType};
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags};
@@ -446,38 +445,44 @@ impl<S: BurstSource> Batcher<S> {
             return n;
         };
         // The fast path's loop: the generic parser is an out-of-line call, so the loop
-        // keeps its state in registers.
-        quad_loop(
-            pool,
-            &self.scratch,
-            distance,
-            |pool, bi| pool.prefetch(bi),
-            |pool, i, bi| {
-                let Some(c) = fast.classify(pool.data(bi)) else {
-                    cls[i] = slow.classify(pool, bi);
-                    return;
-                };
-                let path = (c.path as usize).min(MAX_PATHS - 1);
-                let arc = match c.l3 {
-                    FastL3::Ip4 if direct => BatcherNext::Ip4,
-                    FastL3::Ip6 if direct => BatcherNext::Ip6,
-                    _ => BatcherNext::Out,
-                };
-                let m = pool.meta_mut(bi);
-                m.path_id = path as u16;
-                if arc != BatcherNext::Out {
-                    // One flags update for PATH_VALID, L2_VALID and L3_VALID.
-                    strip_untagged(m, MetaFlags::PATH_VALID.0);
-                } else {
-                    m.flags.insert(MetaFlags::PATH_VALID);
-                    m.l2_offset = m.data_offset;
-                    if c.l3_offset != 0 {
-                        m.l3_offset = m.data_offset + c.l3_offset;
-                    }
+        // keeps its state in registers; the metadata and first data line of the packet
+        // `distance` ahead are prefetched.
+        let bufs = &self.scratch[..n];
+        if distance > 0 {
+            for &bi in &bufs[..distance.min(n)] {
+                pool.prefetch(bi);
+            }
+        }
+        for (i, (&bi, cl)) in bufs.iter().zip(cls.iter_mut()).enumerate() {
+            if let Some(&ahead) = bufs.get(i + distance) {
+                if distance > 0 {
+                    pool.prefetch(ahead);
                 }
-                cls[i] = path as u16 | arc.index() << 8;
-            },
-        );
+            }
+            let Some(c) = fast.classify(pool.data(bi)) else {
+                *cl = slow.classify(pool, bi);
+                continue;
+            };
+            let path = (c.path as usize).min(MAX_PATHS - 1);
+            let arc = match c.l3 {
+                FastL3::Ip4 if direct => BatcherNext::Ip4,
+                FastL3::Ip6 if direct => BatcherNext::Ip6,
+                _ => BatcherNext::Out,
+            };
+            let m = pool.meta_mut(bi);
+            m.path_id = path as u16;
+            if arc != BatcherNext::Out {
+                // One flags update for PATH_VALID, L2_VALID and L3_VALID.
+                strip_untagged(m, MetaFlags::PATH_VALID.0);
+            } else {
+                m.flags.insert(MetaFlags::PATH_VALID);
+                m.l2_offset = m.data_offset;
+                if c.l3_offset != 0 {
+                    m.l3_offset = m.data_offset + c.l3_offset;
+                }
+            }
+            *cl = path as u16 | arc.index() << 8;
+        }
         n
     }
 
