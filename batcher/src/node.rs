@@ -15,6 +15,9 @@ use pktvec_packet::{BufferMeta, BufferPool, MetaFlags};
 /// with more goes packet by packet.
 const BURST_CLASSES: usize = 8;
 
+/// Classes (path id | arc << 8: 256 paths, 3 arcs) a burst's class counts are indexed by.
+const CLASSES: usize = 1024;
+
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
 pub trait BurstSource: Send + 'static {
     /// Appends up to `max` new buffers holding received packets to `out`; returns how many
@@ -266,6 +269,8 @@ pub struct Batcher<S: BurstSource> {
     scratch: Vec<u32>,
     /// Per packet of the burst: path id | arc << 8.
     cls: Vec<u16>,
+    /// Packets per class of the burst being queued (zero between bursts).
+    class_counts: Box<[u32; CLASSES]>,
     drops: Vec<u32>,
     parsed: Box<Parsed>,
     /// Bits of the IPv4 and IPv6 header types in the protocol graph.
@@ -302,6 +307,7 @@ impl<S: BurstSource> Batcher<S> {
             queues: Queues::new(&cfg),
             scratch: Vec::with_capacity(4096),
             cls: Vec::with_capacity(4096),
+            class_counts: Box::new([0; CLASSES]),
             drops: Vec::with_capacity(4096),
             parsed: Box::default(),
             ip_headers,
@@ -523,31 +529,31 @@ impl<S: BurstSource> Batcher<S> {
     /// the per-packet route. Either way each queue receives its packets in burst order.
     fn enqueue_burst(&mut self, n: usize, now: u64) {
         let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
+        // Counted in a table indexed by class (only the burst's classes are touched and
+        // zeroed again), so the pass has no data-dependent branch but "first of its class".
+        let counts = &mut self.class_counts;
         let mut cl = [(0u16, 0u32); BURST_CLASSES];
         let mut k = 0;
-        let mut last = 0;
         let mut overflow = false;
-        'scan: for &x in &self.cls {
-            if k > 0 && cl[last].0 == x {
-                cl[last].1 += 1;
-                continue;
-            }
-            for (j, e) in cl[..k].iter_mut().enumerate() {
-                if e.0 == x {
-                    e.1 += 1;
-                    last = j;
-                    continue 'scan;
+        for &x in &self.cls {
+            let c = &mut counts[(x as usize) & (CLASSES - 1)];
+            if *c == 0 {
+                if k < BURST_CLASSES {
+                    cl[k].0 = x;
+                    k += 1;
+                } else {
+                    overflow = true;
                 }
             }
-            if k == BURST_CLASSES {
-                overflow = true;
-                break;
-            }
-            cl[k] = (x, 1);
-            last = k;
-            k += 1;
+            *c += 1;
+        }
+        for e in &mut cl[..k] {
+            e.1 = std::mem::take(&mut counts[(e.0 as usize) & (CLASSES - 1)]);
         }
         if overflow {
+            for &x in &self.cls {
+                counts[(x as usize) & (CLASSES - 1)] = 0;
+            }
             self.enqueue_each(None, now, cap);
             return;
         }
