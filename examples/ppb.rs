@@ -140,10 +140,9 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
     let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
     let k = cfgs.len();
     let hz = clock::tsc_hz();
-    let cpu_ns = || {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-        t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
-    };
+    // The thread's CPU time: time on the CPU, not time descheduled on a shared machine.
+    let cpu_t0 = cpu_time::ThreadTime::now();
+    let cpu_ns = || cpu_t0.elapsed().as_nanos() as f64;
     // Per configuration and round: TSC cycles per packet of its chunk, and the thread's
     // CPU time per packet in TSC cycles (excludes time descheduled).
     let mut tsc = vec![vec![0f64; rounds]; k];
