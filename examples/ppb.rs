@@ -6,12 +6,15 @@
 //! ```sh
 //! cargo run --release --example ppb -- --traffic alternating --batch 128 -n 2000000
 //! cargo run --release --example ppb -- --traffic alternating --batch 0     # batcher off
+//! # A/B in one process: off, off with vectors of 128, b = 128, b = 256, taking turns in
+//! # chunks of 100,000 packets; medians and paired ratios against the first
+//! cargo run --release --example ppb -- --traffic single --ab 0,0/128,128,256 -n 4000000
 //! ```
 
 use clap::{Parser, ValueEnum};
 use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, ReplaySource};
 use pktvec::graph::builtin::NullSink;
-use pktvec::graph::{clock, GraphBuilder, GraphConfig};
+use pktvec::graph::{clock, Graph, GraphBuilder, GraphConfig};
 use pktvec::io::generator::Generator;
 use pktvec::io::profile::TrafficProfile;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
@@ -66,6 +69,133 @@ struct Cli {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     json: bool,
+    /// A/B mode: several configurations in one process, each `BATCH[/VECTOR]` (batch 0 =
+    /// batcher off; vector size default `--vector-size`), each its own graph over the same
+    /// packets and tables. They take turns (rotating the order each round) running
+    /// `--ab-chunk` packets, `-n` packets each in all; the first round is warm-up. Prints
+    /// each one's median cycles per packet over its chunks and the median (and quartiles)
+    /// of its chunk's ratio to the first configuration's chunk in the same round: other
+    /// processes on a shared machine slow neighbouring chunks alike, so the ratios are far
+    /// steadier than runs in separate processes.
+    #[arg(long, value_delimiter = ',')]
+    ab: Vec<String>,
+    /// Packets per turn in `--ab` mode.
+    #[arg(long, default_value_t = 100_000)]
+    ab_chunk: u64,
+}
+
+/// l3fwd behind a batcher at `batch` (0 = off) with graph vectors of `vector_size`.
+fn build(
+    cli: &Cli,
+    app: &L3fwd,
+    src: ReplaySource,
+    batch: usize,
+    vector_size: usize,
+) -> Result<Graph, Box<dyn std::error::Error>> {
+    let cfg = BatcherConfig {
+        enabled: batch > 0,
+        batch_size: batch.max(1),
+        flush_deadline_us: cli.deadline_us,
+        ..BatcherConfig::default()
+    };
+    let mut b = GraphBuilder::new(GraphConfig {
+        vector_size,
+        ..GraphConfig::default()
+    });
+    b.add("batcher", Batcher::new(src, cfg));
+    let nodes = app.add_to(&mut b);
+    if !cli.no_direct {
+        b.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
+            .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
+    }
+    b.add(&nodes.output_to_tx.to, NullSink);
+    Ok(b.build(BufferPool::new(PoolConfig {
+        buffers: 16384,
+        ..PoolConfig::default()
+    })?)?)
+}
+
+/// Median, first and third quartile of `v` (sorted in place).
+fn quartiles(v: &mut [f64]) -> [f64; 3] {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    [at(0.5), at(0.25), at(0.75)]
+}
+
+/// `--ab` mode (see [`Cli::ab`]).
+fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::error::Error>> {
+    let mut cfgs = Vec::new();
+    for c in &cli.ab {
+        let (b, v) = match c.split_once('/') {
+            Some((b, v)) => (b.parse::<usize>()?, v.parse::<usize>()?),
+            None => (c.parse::<usize>()?, cli.vector_size),
+        };
+        cfgs.push((c.clone(), b, v));
+    }
+    let mut graphs = Vec::new();
+    for (_, b, v) in &cfgs {
+        let src = ReplaySource::new(packets.clone()).looping(true);
+        graphs.push(build(cli, app, src, *b, *v)?);
+    }
+    let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
+    let k = cfgs.len();
+    let hz = clock::tsc_hz();
+    // The thread's CPU time: time on the CPU, not time descheduled on a shared machine.
+    let cpu_t0 = cpu_time::ThreadTime::now();
+    let cpu_ns = || cpu_t0.elapsed().as_nanos() as f64;
+    // Per configuration and round: TSC cycles per packet of its chunk, and the thread's
+    // CPU time per packet in TSC cycles (excludes time descheduled).
+    let mut tsc = vec![vec![0f64; rounds]; k];
+    let mut cpu = vec![vec![0f64; rounds]; k];
+    for r in 0..rounds {
+        for j in 0..k {
+            let i = (r + j) % k;
+            let g = &mut graphs[i];
+            let (t0, c0, mut done) = (cpu_ns(), clock::now(), 0u64);
+            while done < cli.ab_chunk {
+                done += g.run_once();
+            }
+            tsc[i][r] = (clock::now() - c0) as f64 / done as f64;
+            cpu[i][r] = (cpu_ns() - t0) * hz / 1e9 / done as f64;
+        }
+    }
+    let stats = |m: &[Vec<f64>], i: usize| {
+        let mut own: Vec<f64> = m[i][1..].to_vec();
+        let mut ratio: Vec<f64> = (1..rounds).map(|r| m[i][r] / m[0][r]).collect();
+        (quartiles(&mut own), quartiles(&mut ratio))
+    };
+    let mut out = Vec::new();
+    for i in 0..k {
+        let ([m, lo, hi], [rm, rlo, rhi]) = stats(&cpu, i);
+        let ([tm, tlo, thi], [trm, trlo, trhi]) = stats(&tsc, i);
+        let c = graphs[i].conservation();
+        if !c.is_balanced() {
+            return Err("packets were lost".into());
+        }
+        if !cli.json {
+            println!(
+                "{:>10}: CPU time {m:6.1} cycles/packet ({lo:.1}-{hi:.1}), vs {}: {rm:.4} ({rlo:.4}-{rhi:.4}); \
+                 TSC {tm:6.1} ({tlo:.1}-{thi:.1}), vs {}: {trm:.4} ({trlo:.4}-{trhi:.4})",
+                cfgs[i].0, cfgs[0].0, cfgs[0].0
+            );
+        }
+        out.push(serde_json::json!({
+            "config": cfgs[i].0, "batch": cfgs[i].1, "vector_size": cfgs[i].2,
+            "cpu_cycles_per_packet": [m, lo, hi], "cpu_ratio": [rm, rlo, rhi],
+            "tsc_cycles_per_packet": [tm, tlo, thi], "tsc_ratio": [trm, trlo, trhi],
+            "cpu_chunks": cpu[i], "tsc_chunks": tsc[i],
+        }));
+    }
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "traffic": format!("{:?}", cli.traffic).to_lowercase(), "direct": !cli.no_direct,
+                "chunk": cli.ab_chunk, "rounds": rounds, "ab": out,
+            })
+        );
+    }
+    Ok(())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -88,30 +218,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let packets: Vec<Vec<u8>> = (0..cli.pregen)
         .map(|_| gen.next_packet().1.to_vec())
         .collect();
+    if !cli.ab.is_empty() {
+        return ab(&cli, &app, packets);
+    }
     let src = ReplaySource::new(packets)
         .looping(true)
         .with_limit(cli.packets);
-    let cfg = BatcherConfig {
-        enabled: cli.batch > 0,
-        batch_size: cli.batch.max(1),
-        flush_deadline_us: cli.deadline_us,
-        ..BatcherConfig::default()
-    };
-    let mut b = GraphBuilder::new(GraphConfig {
-        vector_size: cli.vector_size,
-        ..GraphConfig::default()
-    });
-    b.add("batcher", Batcher::new(src, cfg));
-    let nodes = app.add_to(&mut b);
-    if !cli.no_direct {
-        b.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
-            .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
-    }
-    b.add(&nodes.output_to_tx.to, NullSink);
-    let mut g = b.build(BufferPool::new(PoolConfig {
-        buffers: 16384,
-        ..PoolConfig::default()
-    })?)?;
+    let mut g = build(&cli, &app, src, cli.batch, cli.vector_size)?;
     let (t0, c0) = (Instant::now(), clock::now());
     let mut last = Instant::now();
     let mut done = 0u64;

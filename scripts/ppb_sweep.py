@@ -6,6 +6,10 @@ and flush deadline. Writes docs/results/batcher.json and the SVG plots.
 
     cargo build --release --example ppb
     flock /tmp/pktvec-bench.lock python3 scripts/ppb_sweep.py --target target/release/examples
+
+--only ab: the batcher off and on in one process (`ppb --ab`), taking turns in chunks, timed
+by the thread's CPU time; per traffic, the median over --reps runs of each run's median
+paired ratio on/off (--base-target: the same with an older build, alternating with this one).
 """
 import argparse, json, os, re, statistics, subprocess
 
@@ -60,7 +64,8 @@ def main():
     ap.add_argument('--svg-prefix', default='docs/results/batcher')
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('-n', type=int, default=4_000_000)
-    ap.add_argument('--only', choices=['cachegrind', 'native', 'focus'],
+    ap.add_argument('--base-target', help='--only ab: an older build to alternate with')
+    ap.add_argument('--only', choices=['cachegrind', 'native', 'focus', 'ab'],
                     help='run one half and merge it into the existing --json file')
     ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
                     help='cachegrind: only these batch sizes (merged into the existing --json file)')
@@ -69,6 +74,29 @@ def main():
     if a.only and os.path.exists(a.json):
         res.update(json.load(open(a.json)))
     # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
+    if a.only == 'ab':
+        cfgs = '0,0/128,128,256'
+        builds = {'new': a.target}
+        if a.base_target:
+            builds['base'] = a.base_target
+        ab = {b: {t: [] for t in ('single', 'alternating', 'realistic')} for b in builds}
+        for rep in range(a.reps):
+            for t in ('single', 'alternating', 'realistic'):
+                for b, target in builds.items():
+                    j = ppb(target, ['--traffic', t, '-n', str(a.n), '--ab', cfgs])
+                    ab[b][t].append({c['config']: {'cpu': c['cpu_cycles_per_packet'], 'ratio': c['cpu_ratio'],
+                                                   'tsc_ratio': c['tsc_ratio']} for c in j['ab']})
+                    print(rep, t, b, ' '.join(f"{k}:{v['ratio'][0]:.4f}" for k, v in ab[b][t][-1].items()), flush=True)
+        summary = {}
+        for b in builds:
+            for t in ab[b]:
+                for c in cfgs.split(','):
+                    r = [run[c]['ratio'][0] for run in ab[b][t]]
+                    summary[f'{b} {t} {c}'] = [statistics.median(r), min(r), max(r)]
+                    print(f'{b:5} {t:12} {c:6} on/off median {statistics.median(r):.4f} (runs {min(r):.4f}-{max(r):.4f})')
+        res['ab'] = {'configs': cfgs, 'n': a.n, 'runs': ab, 'summary': summary}
+        json.dump(res, open(a.json, 'w'), indent=1)
+        return
     if a.only == 'focus':
         # Off vs on, interleaved, each run timed whole and in chunks (median and lowest
         # chunk: robust to other processes on a shared machine).

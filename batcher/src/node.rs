@@ -11,6 +11,13 @@ use pktvec_graph::{clock, next_nodes, node_errors, Context, Frame, Next, Node, N
 use pktvec_packet::wire::{parse_l2, EtherType};
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags};
 
+/// Distinct classes (path and arc) of one burst that are queued class by class; a burst
+/// with more goes packet by packet.
+const BURST_CLASSES: usize = 8;
+
+/// Classes (path id | arc << 8: 256 paths, 3 arcs) a burst's class counts are indexed by.
+const CLASSES: usize = 1024;
+
 /// Where the batcher's packets come from: anything that fills fresh pool buffers in bursts.
 pub trait BurstSource: Send + 'static {
     /// Appends up to `max` new buffers holding received packets to `out`; returns how many
@@ -118,21 +125,23 @@ pub fn strip_to_l3(pool: &mut BufferPool, bi: u32, fast: Option<FastL3>) -> Opti
         Some(_) => return None,
         None => return strip_general(pool, bi),
     };
-    strip_untagged(pool.meta_mut(bi));
+    strip_untagged(pool.meta_mut(bi), 0);
     Some(next)
 }
 
 /// `ethernet_input_one`'s edit of an untagged frame of at least 34 bytes (the fast path
-/// checked), without recomputing the window.
+/// checked), without recomputing the window; `flags`: more [`MetaFlags`] bits to set in
+/// the same update.
 #[inline(always)]
-fn strip_untagged(m: &mut BufferMeta) {
+fn strip_untagged(m: &mut BufferMeta, flags: u16) {
     let off = m.data_offset;
     m.l2_offset = off;
     m.l3_offset = off.wrapping_add(14);
     m.data_offset = off.wrapping_add(14);
     m.len -= 14;
-    m.flags
-        .insert(MetaFlags(MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0));
+    m.flags.insert(MetaFlags(
+        MetaFlags::L2_VALID.0 | MetaFlags::L3_VALID.0 | flags,
+    ));
 }
 
 /// Tagged or unusual frames: `parse_l2` and the edit of `ethernet-input`'s general path.
@@ -154,6 +163,54 @@ fn strip_general(pool: &mut BufferPool, bi: u32) -> Option<BatcherNext> {
     // `parse_l2` guarantees l3_offset <= len.
     p.advance(l2.l3_offset as usize).ok()?;
     Some(next)
+}
+
+/// What the batcher needs to classify a packet the fast path does not cover.
+struct Slow<'a> {
+    graph: &'a ProtocolGraph,
+    table: &'a PathTable,
+    parsed: &'a mut Parsed,
+    /// Bits of the IPv4 and IPv6 header types in the protocol graph.
+    ip_headers: u32,
+    direct: bool,
+}
+
+impl Slow<'_> {
+    /// The generic parser and the rule table: writes the path id and offsets into the
+    /// packet's metadata (and `ethernet-input`'s edit if it goes direct) and returns its
+    /// class (path id | arc << 8). Out of line, so the fast path's loop stays small.
+    #[inline(never)]
+    fn classify(&mut self, pool: &mut BufferPool, bi: u32) -> u16 {
+        let t = self.table;
+        self.graph.parse_fields(
+            pool.data(bi),
+            self.parsed,
+            t.fields_used(),
+            t.headers_used(),
+        );
+        let path = (t.classify(self.parsed) as usize).min(MAX_PATHS - 1);
+        let p = &*self.parsed;
+        let m = pool.meta_mut(bi);
+        m.path_id = path as u16;
+        m.flags.insert(MetaFlags::PATH_VALID);
+        m.l2_offset = m.data_offset;
+        if p.l3_offset != 0 {
+            m.l3_offset = m.data_offset + p.l3_offset;
+        }
+        if p.l4_offset != 0 {
+            m.l4_offset = m.data_offset + p.l4_offset;
+        }
+        // Tagged IP frames go direct too (their path's vectors stay whole); truncated or
+        // non-IP ones (mice, sharing a queue) keep to `Out`, so their queue's vectors do
+        // not split between arcs.
+        let ip = !p.truncated && p.headers & self.ip_headers != 0;
+        let arc = if self.direct && ip {
+            strip_general(pool, bi).unwrap_or(BatcherNext::Out)
+        } else {
+            BatcherNext::Out
+        };
+        path as u16 | arc.index() << 8
+    }
 }
 
 next_nodes! {
@@ -212,6 +269,8 @@ pub struct Batcher<S: BurstSource> {
     scratch: Vec<u32>,
     /// Per packet of the burst: path id | arc << 8.
     cls: Vec<u16>,
+    /// Packets per class of the burst being queued (zero between bursts).
+    class_counts: Box<[u32; CLASSES]>,
     drops: Vec<u32>,
     parsed: Box<Parsed>,
     /// Bits of the IPv4 and IPv6 header types in the protocol graph.
@@ -248,6 +307,7 @@ impl<S: BurstSource> Batcher<S> {
             queues: Queues::new(&cfg),
             scratch: Vec::with_capacity(4096),
             cls: Vec::with_capacity(4096),
+            class_counts: Box::new([0; CLASSES]),
             drops: Vec::with_capacity(4096),
             parsed: Box::default(),
             ip_headers,
@@ -354,117 +414,218 @@ impl<S: BurstSource> Batcher<S> {
         }
     }
 
-    /// Reads one burst, classifies and queues it. `direct`: IPv4/IPv6 frames enter the
-    /// graph after `ethernet-input` (arcs `Ip4`/`Ip6`, see [`strip_to_l3`]).
-    fn receive(&mut self, pool: &mut BufferPool, max: usize, now: u64, direct: bool) -> usize {
+    /// Reads one burst into `scratch` and classifies it: each packet's metadata gets its
+    /// path id and offsets (and `ethernet-input`'s edit when it enters at
+    /// `ip4-input`/`ip6-input`), `cls` its path id and arc. `direct`: IPv4/IPv6 frames
+    /// enter the graph after `ethernet-input` (arcs `Ip4`/`Ip6`, see [`strip_to_l3`]).
+    /// A quad loop that prefetches the metadata and first data line of the packets
+    /// `distance` ahead, as `ethernet-input` does. Returns the packets read.
+    fn rx_classify(
+        &mut self,
+        pool: &mut BufferPool,
+        max: usize,
+        direct: bool,
+        distance: usize,
+    ) -> usize {
         self.scratch.clear();
         let n = self.src.rx_burst(pool, &mut self.scratch, max);
         if n == 0 {
             return 0;
         }
         let table = self.table.load();
-        let (needed, headers) = (table.fields_used(), table.headers_used());
-        let fast = table.fast_path();
-        let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
-        // Pass 1: classify and write the metadata, one packet at a time.
+        let table: &PathTable = &table;
+        let mut slow = Slow {
+            graph: &self.graph,
+            table,
+            parsed: &mut self.parsed,
+            ip_headers: self.ip_headers,
+            direct,
+        };
         self.cls.clear();
-        for &bi in &self.scratch {
-            let fc = match fast {
-                Some(f) => f.classify(pool.data(bi)),
-                None => None,
-            };
-            let (path, arc) = match fc {
-                Some(c) => {
-                    let path = (c.path as usize).min(MAX_PATHS - 1);
-                    let m = pool.meta_mut(bi);
-                    m.path_id = path as u16;
-                    m.flags.insert(MetaFlags::PATH_VALID);
-                    let arc = match c.l3 {
-                        FastL3::Ip4 if direct => BatcherNext::Ip4,
-                        FastL3::Ip6 if direct => BatcherNext::Ip6,
-                        _ => BatcherNext::Out,
-                    };
-                    if arc != BatcherNext::Out {
-                        strip_untagged(m);
-                    } else {
-                        m.l2_offset = m.data_offset;
-                        if c.l3_offset != 0 {
-                            m.l3_offset = m.data_offset + c.l3_offset;
-                        }
-                    }
-                    (path, arc)
-                }
-                None => {
-                    self.graph
-                        .parse_fields(pool.data(bi), &mut self.parsed, needed, headers);
-                    let path = (table.classify(&self.parsed) as usize).min(MAX_PATHS - 1);
-                    let p = &*self.parsed;
-                    let m = pool.meta_mut(bi);
-                    m.path_id = path as u16;
-                    m.flags.insert(MetaFlags::PATH_VALID);
-                    m.l2_offset = m.data_offset;
-                    if p.l3_offset != 0 {
-                        m.l3_offset = m.data_offset + p.l3_offset;
-                    }
-                    if p.l4_offset != 0 {
-                        m.l4_offset = m.data_offset + p.l4_offset;
-                    }
-                    // Tagged IP frames go direct too (their path's vectors stay whole);
-                    // truncated or non-IP ones (mice, sharing a queue) keep to `Out`, so
-                    // their queue's vectors do not split between arcs.
-                    let ip = !p.truncated && p.headers & self.ip_headers != 0;
-                    let arc = if direct && ip {
-                        strip_general(pool, bi).unwrap_or(BatcherNext::Out)
-                    } else {
-                        BatcherNext::Out
-                    };
-                    (path, arc)
-                }
-            };
-            self.cls.push(path as u16 | arc.index() << 8);
+        self.cls.resize(n, 0);
+        let cls = &mut self.cls[..n];
+        let Some(fast) = table.fast_path() else {
+            for (c, &bi) in cls.iter_mut().zip(&self.scratch) {
+                *c = slow.classify(pool, bi);
+            }
+            return n;
+        };
+        // The fast path's loop: the generic parser is an out-of-line call, so the loop
+        // keeps its state in registers; the metadata and first data line of the packet
+        // `distance` ahead are prefetched.
+        let bufs = &self.scratch[..n];
+        if distance > 0 {
+            for &bi in &bufs[..distance.min(n)] {
+                pool.prefetch(bi);
+            }
         }
-        // Pass 2: queue. A burst of one path and one arc (single-path traffic, or a batch
-        // of one elephant) is counted once and moves into its queue with one bulk copy.
-        let q = &mut self.queues;
+        for (i, (&bi, cl)) in bufs.iter().zip(cls.iter_mut()).enumerate() {
+            if let Some(&ahead) = bufs.get(i + distance) {
+                if distance > 0 {
+                    pool.prefetch(ahead);
+                }
+            }
+            let Some(c) = fast.classify(pool.data(bi)) else {
+                *cl = slow.classify(pool, bi);
+                continue;
+            };
+            let path = (c.path as usize).min(MAX_PATHS - 1);
+            let arc = match c.l3 {
+                FastL3::Ip4 if direct => BatcherNext::Ip4,
+                FastL3::Ip6 if direct => BatcherNext::Ip6,
+                _ => BatcherNext::Out,
+            };
+            let m = pool.meta_mut(bi);
+            m.path_id = path as u16;
+            if arc != BatcherNext::Out {
+                // One flags update for PATH_VALID, L2_VALID and L3_VALID.
+                strip_untagged(m, MetaFlags::PATH_VALID.0);
+            } else {
+                m.flags.insert(MetaFlags::PATH_VALID);
+                m.l2_offset = m.data_offset;
+                if c.l3_offset != 0 {
+                    m.l3_offset = m.data_offset + c.l3_offset;
+                }
+            }
+            *cl = path as u16 | arc.index() << 8;
+        }
+        n
+    }
+
+    /// The arc a just-classified burst of `n` packets can be handed to the graph on as the
+    /// vector itself, if it can: its packets all take one path and one arc, it is a whole
+    /// batch (`take`), its path's queue holds nothing (so nothing of that path is older)
+    /// and no queue reassignment is pending. Counts it as its queue's sent vector (held
+    /// time 0), as the queued route would.
+    fn hand_over(&mut self, n: usize, take: usize) -> Option<BatcherNext> {
         let first = self.cls[0];
-        let uniform = self.cls.iter().fold(0u16, |a, &x| a | (x ^ first)) == 0;
-        let mut queued = false;
-        if uniform {
-            let path = (first & 0xff) as usize;
-            let qu = &mut q.q[q.map[path] as usize];
-            let fits = self.cfg.on_full == FullPolicy::Flush || qu.bufs.len() + n <= cap;
-            if fits && qu.bufs.room() >= n {
-                q.epoch_counts[path] += n as u64;
-                q.total_counts[path] += n as u64;
-                qu.bufs.extend(&self.scratch);
-                qu.note(now, n as u32, first >> 8);
-                q.held += n;
-                queued = true;
-            }
+        if n < take || self.cls.iter().fold(0u16, |a, &x| a | (x ^ first)) != 0 {
+            return None;
         }
-        if !queued {
-            for (&bi, &c) in self.scratch.iter().zip(&self.cls) {
-                let path = (c & 0xff) as usize;
-                q.epoch_counts[path] += 1;
-                q.total_counts[path] += 1;
-                let qu = &mut q.q[q.map[path] as usize];
-                if (qu.bufs.len() >= cap && self.cfg.on_full == FullPolicy::Drop)
-                    || qu.bufs.room() == 0
-                {
-                    q.dropped_full += 1;
-                    self.drops.push(bi);
-                    continue;
+        let q = &mut self.queues;
+        let path = (first & 0xff) as usize;
+        let qu = &mut q.q[q.map[path] as usize];
+        if !qu.bufs.is_empty() || q.pending_map.is_some() {
+            return None;
+        }
+        qu.stats.packets += n as u64;
+        qu.stats.vectors += 1;
+        qu.stats.passed_through += 1;
+        q.hist.add(0, n as u64);
+        q.epoch_counts[path] += n as u64;
+        q.total_counts[path] += n as u64;
+        Some(match first >> 8 {
+            1 => BatcherNext::Ip4,
+            2 => BatcherNext::Ip6,
+            _ => BatcherNext::Out,
+        })
+    }
+
+    /// Queues the burst `rx_classify` left in `scratch`/`cls`, by class (path and arc):
+    /// the burst's distinct classes are counted first (up to [`BURST_CLASSES`]); a class
+    /// alone in its queue, with room, is counted once and appended with one branch-free
+    /// pass (one bulk copy when it is the whole burst) and one arrival run. Queues shared
+    /// by several classes of the burst (mice), full queues and bursts of more classes take
+    /// the per-packet route. Either way each queue receives its packets in burst order.
+    fn enqueue_burst(&mut self, n: usize, now: u64) {
+        let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
+        // Counted in a table indexed by class (only the burst's classes are touched and
+        // zeroed again), so the pass has no data-dependent branch but "first of its class".
+        let counts = &mut self.class_counts;
+        let mut cl = [(0u16, 0u32); BURST_CLASSES];
+        let mut k = 0;
+        let mut overflow = false;
+        for &x in &self.cls {
+            let c = &mut counts[(x as usize) & (CLASSES - 1)];
+            if *c == 0 {
+                if k < BURST_CLASSES {
+                    cl[k].0 = x;
+                    k += 1;
+                } else {
+                    overflow = true;
                 }
-                qu.bufs.push(bi);
-                qu.note(now, 1, c >> 8);
-                q.held += 1;
             }
+            *c += 1;
         }
+        for e in &mut cl[..k] {
+            e.1 = std::mem::take(&mut counts[(e.0 as usize) & (CLASSES - 1)]);
+        }
+        if overflow {
+            for &x in &self.cls {
+                counts[(x as usize) & (CLASSES - 1)] = 0;
+            }
+            self.enqueue_each(None, now, cap);
+            return;
+        }
+        for j in 0..k {
+            let (c, cnt) = cl[j];
+            let path = (c & 0xff) as usize;
+            let q = &mut self.queues;
+            let qi = q.map[path];
+            let mut shared = false;
+            let mut first_of_queue = true;
+            for (o, e) in cl[..k].iter().enumerate() {
+                if o != j && q.map[(e.0 & 0xff) as usize] == qi {
+                    shared = true;
+                    first_of_queue &= o > j;
+                }
+            }
+            let qu = &mut q.q[qi as usize];
+            let cnt_u = cnt as usize;
+            let fits = (self.cfg.on_full == FullPolicy::Flush || qu.bufs.len() + cnt_u <= cap)
+                && qu.bufs.room() > cnt_u;
+            if shared || !fits {
+                // Once per queue, in burst order over all its classes.
+                if first_of_queue {
+                    self.enqueue_each(Some(qi), now, cap);
+                }
+                continue;
+            }
+            q.epoch_counts[path] += cnt as u64;
+            q.total_counts[path] += cnt as u64;
+            if cnt_u == n {
+                qu.bufs.extend(&self.scratch);
+            } else {
+                qu.bufs.extend_matching(&self.scratch, &self.cls, c);
+            }
+            qu.note(now, cnt, c >> 8);
+            q.held += cnt_u;
+        }
+    }
+
+    /// The per-packet route of [`enqueue_burst`](Self::enqueue_burst): the burst's
+    /// packets for queue `only` (all queues: `None`), one at a time, dropping (counted)
+    /// what does not fit.
+    fn enqueue_each(&mut self, only: Option<u8>, now: u64, cap: usize) {
+        let q = &mut self.queues;
+        for (&bi, &c) in self.scratch.iter().zip(&self.cls) {
+            let path = (c & 0xff) as usize;
+            let qi = q.map[path];
+            if only.is_some_and(|o| o != qi) {
+                continue;
+            }
+            q.epoch_counts[path] += 1;
+            q.total_counts[path] += 1;
+            let qu = &mut q.q[qi as usize];
+            if (qu.bufs.len() >= cap && self.cfg.on_full == FullPolicy::Drop) || qu.bufs.room() == 0
+            {
+                q.dropped_full += 1;
+                self.drops.push(bi);
+                continue;
+            }
+            qu.bufs.push(bi);
+            qu.note(now, 1, c >> 8);
+            q.held += 1;
+        }
+    }
+
+    /// Counts a received burst into the epoch and decides the queue assignment at its end.
+    fn end_burst(&mut self, n: usize) {
+        let q = &mut self.queues;
         q.epoch_seen += n as u64;
         if q.pending_map.is_none() && q.epoch_seen >= self.cfg.epoch_packets {
             q.pending_map = q.decide(&self.cfg);
         }
-        n
     }
 
     /// The queue to send next, if any: a full one first (flush policy), then round robin
@@ -521,29 +682,46 @@ impl<S: BurstSource> Node for Batcher<S> {
         }
         let now = clock::now();
         let cap = self.cfg.queue_capacity.max(self.cfg.batch_size);
+        let distance = cx.prefetch_distance();
         // Frames of a fast-path class go straight to the node after `ethernet-input` when
         // that arc is wired elsewhere than `Out`'s node.
         let out = cx.next_node_id(BatcherNext::Out);
         let direct =
             cx.next_node_id(BatcherNext::Ip4) != out && cx.next_node_id(BatcherNext::Ip6) != out;
+        // Bursts of one batch: the packets held (and their cache lines) stay near one
+        // batch per path instead of a whole vector.
+        let burst = v.min(self.cfg.batch_size);
         // Receive until a queue can send (a whole batch, a deadline, a full queue) or the
         // source runs dry; only while no queue is over capacity and no reassignment is
         // draining the queues (per-flow order), so a queue never holds more than capacity
-        // plus one burst.
+        // plus one burst. A burst that is a whole batch of one path whose queue is empty
+        // leaves at once as this call's vector, without entering the queue.
         // Switched off with packets still queued: send them, receive nothing.
         let mut idle = !self.cfg.enabled;
         let mut picked = None;
+        let mut handed = None;
         loop {
             let draining = self.queues.pending_map.is_some();
-            picked = picked.or_else(|| self.pick(now, idle || draining));
-            let room = self.queues.q.iter().all(|qu| qu.bufs.len() < cap);
+            if self.queues.held > 0 {
+                picked = picked.or_else(|| self.pick(now, idle || draining));
+            }
+            let room = self.queues.held < cap || self.queues.q.iter().all(|qu| qu.bufs.len() < cap);
             if picked.is_some() || idle || draining || !room {
                 break;
             }
-            // Bursts of one batch: the packets held (and their cache lines) stay near one
-            // batch per path instead of a whole vector.
-            let burst = v.min(self.cfg.batch_size);
-            idle = self.receive(cx.pool_mut(), burst, now, direct) == 0;
+            let n = self.rx_classify(cx.pool_mut(), burst, direct, distance);
+            if n == 0 {
+                idle = true;
+                continue;
+            }
+            handed = self.hand_over(n, burst);
+            if handed.is_none() {
+                self.enqueue_burst(n, now);
+            }
+            self.end_burst(n);
+            if handed.is_some() {
+                break;
+            }
         }
         for i in 0..self.drops.len() {
             let bi = self.drops[i];
@@ -586,6 +764,10 @@ impl<S: BurstSource> Node for Batcher<S> {
                 2 => BatcherNext::Ip6,
                 _ => BatcherNext::Out,
             };
+        } else if let Some(arc) = handed {
+            // The burst is the vector: one copy of its indices, none through a ring.
+            frame.extend_from_slice(&self.scratch);
+            next = arc;
         }
         if self.queues.held == 0 {
             if let Some(m) = self.queues.pending_map.take() {

@@ -81,6 +81,10 @@ pub struct QueueStats {
     pub deadline_flushes: u64,
     /// Vectors sent early because the queue was full.
     pub full_flushes: u64,
+    /// Vectors (of those counted in `vectors`) that left as the burst they arrived in,
+    /// without entering the queue: a whole batch of one path and one arc whose queue was
+    /// empty.
+    pub passed_through: u64,
 }
 
 /// Statistics of the batcher.
@@ -170,6 +174,10 @@ impl Ring {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
     /// Slots in all.
     pub(crate) fn size(&self) -> usize {
         self.buf.len()
@@ -194,6 +202,20 @@ impl Ring {
         self.buf[tail..tail + first].copy_from_slice(&bis[..first]);
         self.buf[..bis.len() - first].copy_from_slice(&bis[first..]);
         self.len += bis.len();
+    }
+    /// Appends, in order, the indices of `bis` whose class in `cls` is `c`; the caller
+    /// checked that [`room`](Self::room) exceeds their number. Branch-free: every index is
+    /// written at the tail and only the matching ones advance it (the slot written last
+    /// is free, hence the one slot to spare).
+    #[inline]
+    pub(crate) fn extend_matching(&mut self, bis: &[u32], cls: &[u16], c: u16) {
+        let mask = self.buf.len() - 1;
+        let mut t = self.head + self.len;
+        for (&bi, &x) in bis.iter().zip(cls) {
+            self.buf[t & mask] = bi;
+            t += (x == c) as usize;
+        }
+        self.len = t - self.head;
     }
     /// The first `k` indices (`k ≤ len`) as at most two slices; then [`pop`](Self::pop).
     #[inline]

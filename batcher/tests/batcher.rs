@@ -795,3 +795,187 @@ fn batching_can_be_switched_and_resized_while_running() {
     let on = std::mem::take(&mut g.node_mut::<Record>(&nodes.output_to_tx.to).unwrap().0);
     assert_same_forwarding("switched while running", &off, &on, &goff, &g);
 }
+
+#[test]
+fn single_path_bursts_are_handed_over_whole_and_in_order() {
+    // 1000 IPv4 packets, one path: every burst of a batch leaves as the vector itself
+    // (its queue is empty), the last 40 wait in the queue until the source runs dry.
+    let pkts: Vec<Vec<u8>> = (0..1000u32)
+        .map(|i| {
+            PacketBuilder::ethernet(mac(1), mac(2))
+                .ipv4(Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2))
+                .udp(9, 53)
+                .payload(&i.to_be_bytes())
+                .build()
+        })
+        .collect();
+    let cfg = BatcherConfig {
+        batch_size: 64,
+        ..Default::default()
+    };
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add(
+        "batcher",
+        Batcher::new(ReplaySource::new(pkts.clone()), cfg),
+    )
+    .add("ethernet-input", Record::default());
+    let mut g = b
+        .build(BufferPool::new(PoolConfig::default()).unwrap())
+        .unwrap();
+    g.run_until_idle();
+    let c = g.conservation();
+    assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
+    let got: Vec<Vec<u8>> = g
+        .node::<Record>("ethernet-input")
+        .unwrap()
+        .0
+        .iter()
+        .map(|(_, f)| f.clone())
+        .collect();
+    assert_eq!(got, pkts, "same packets, same order");
+    let rt = g.runtime();
+    let row = rt.row("ethernet-input").unwrap();
+    assert_eq!((row.packets, row.vectors), (1000, 16));
+    let st = g.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
+    assert_eq!(st.path_packets, vec![(1, 1000)]);
+    let q = &st.queues[1];
+    assert_eq!((q.packets, q.vectors, q.passed_through), (1000, 16, 15));
+    assert_eq!(q.held, 0);
+    assert_eq!(
+        st.latency_p50_ns, 0.0,
+        "handed-over packets are held for no time"
+    );
+}
+
+/// Stretches of one path (IPv4 only, IPv6 only) between mixed stretches: uniform bursts
+/// are handed over only while their path's queue is empty, so flows keep their order.
+fn stretches(pkts: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let kind = |f: &Vec<u8>| match (f.len() >= 60, f[12], f[13]) {
+        (true, 0x08, 0x00) => 0,
+        (_, 0x86, 0xdd) => 1,
+        _ => 2,
+    };
+    let mut streams: [std::collections::VecDeque<Vec<u8>>; 3] = Default::default();
+    for f in pkts {
+        streams[kind(f)].push_back(f.clone());
+    }
+    // Each flow is of one kind, so any merge of the three streams keeps per-flow order.
+    let mut out = Vec::with_capacity(pkts.len());
+    let mut turn = 0usize;
+    while streams.iter().any(|s| !s.is_empty()) {
+        let (from, n) = match turn % 4 {
+            0 => (Some(0), 300),
+            1 | 3 => (None, 70),
+            _ => (Some(1), 200),
+        };
+        for k in 0..n {
+            let s = from.unwrap_or(k % 3);
+            if let Some(f) = streams[s].pop_front() {
+                out.push(f);
+            }
+        }
+        turn += 1;
+    }
+    out
+}
+
+#[test]
+fn hand_over_keeps_flow_order_between_single_path_and_mixed_stretches() {
+    for (seed, batch, direct) in [(11u64, 64usize, true), (12, 32, false), (13, 128, true)] {
+        let (pkts, app) = traffic(seed, 97, 6000);
+        let pkts = stretches(&pkts);
+        let off_cfg = BatcherConfig {
+            enabled: false,
+            ..Default::default()
+        };
+        let (off, goff) = run_l3fwd(&pkts, &app, off_cfg, false);
+        let cfg = BatcherConfig {
+            batch_size: batch,
+            epoch_packets: 1000,
+            ..Default::default()
+        };
+        let (on, gon) = run_l3fwd(&pkts, &app, cfg, direct);
+        assert_same_forwarding(&format!("seed {seed}"), &off, &on, &goff, &gon);
+        let st = gon
+            .node::<Batcher<ReplaySource>>("batcher")
+            .unwrap()
+            .stats();
+        let passed: u64 = st.queues.iter().map(|q| q.passed_through).sum();
+        let vectors: u64 = st.queues.iter().map(|q| q.vectors).sum();
+        let sent: u64 = st.queues.iter().map(|q| q.packets).sum();
+        assert!(
+            passed > 0 && passed < vectors,
+            "{passed} of {vectors} handed over"
+        );
+        assert_eq!(
+            sent + st.dropped_full,
+            pkts.len() as u64,
+            "stats count every packet"
+        );
+        let counted: u64 = st.path_packets.iter().map(|p| p.1).sum();
+        assert_eq!(counted, pkts.len() as u64);
+    }
+}
+
+#[test]
+fn bursts_of_many_paths_keep_each_paths_order() {
+    // 12 paths (by UDP destination port) in a random order: bursts hold more classes than
+    // are queued class by class (8), queues are shared (1 or 4 queues) or not (16).
+    let g = ProtocolGraph::builtin();
+    let rules: String = (1..=12)
+        .map(|d| {
+            format!(
+                "[[rules]]\npath = {d}\nfields = [ {{ field = \"udp.dport\", value = {d} }} ]\n"
+            )
+        })
+        .collect();
+    let table = PathTable::from_toml(&g, &format!("default_path = 0\n{rules}")).unwrap();
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let mut seq = [0u32; 13];
+    let pkts: Vec<Vec<u8>> = (0..5000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = (x % 12 + 1) as u16;
+            seq[d as usize] += 1;
+            PacketBuilder::ethernet(mac(1), mac(2))
+                .ipv4(Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2))
+                .udp(9, d)
+                .payload(&seq[d as usize].to_be_bytes())
+                .build()
+        })
+        .collect();
+    for (queues, batch) in [(1usize, 64usize), (4, 32), (16, 16)] {
+        let cfg = BatcherConfig {
+            max_queues: queues,
+            batch_size: batch,
+            epoch_packets: 700,
+            ..Default::default()
+        };
+        let src = ReplaySource::new(pkts.clone());
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add(
+            "batcher",
+            Batcher::with_table(src, cfg, g.clone(), SharedPathTable::new(table.clone())),
+        )
+        .add("ethernet-input", Record::default());
+        let mut gr = b
+            .build(BufferPool::new(PoolConfig::default()).unwrap())
+            .unwrap();
+        gr.run_until_idle();
+        assert!(gr.conservation().is_balanced());
+        let rec = &gr.node::<Record>("ethernet-input").unwrap().0;
+        assert_eq!(rec.len(), pkts.len(), "{queues} queues: every packet out");
+        let mut next = [1u32; 13];
+        for (_, f) in rec {
+            let d = u16::from_be_bytes([f[36], f[37]]) as usize;
+            let s = u32::from_be_bytes(f[42..46].try_into().unwrap());
+            assert_eq!(s, next[d], "{queues} queues: path {d} in order");
+            next[d] += 1;
+        }
+        let st = gr.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
+        let sent: u64 = st.queues.iter().map(|q| q.packets).sum();
+        assert_eq!(sent, pkts.len() as u64);
+    }
+}
