@@ -225,6 +225,33 @@ impl RacyWord for u64 {
     }
 }
 
+/// `v` read from a narrow record (`narrow`): [`NO_ROUTE`] for [`NARROW_NONE`]; else `v`.
+/// Branch-free: a branch here mispredicts on tables where many keys have no route.
+#[inline(always)]
+fn narrow_none_to_no_route(v: u32, narrow: bool) -> u32 {
+    select(narrow & (v == NARROW_NONE), NO_ROUTE, v)
+}
+
+/// `if c { a } else { b }` as a `cmov` (`std::hint::select_unpredictable` where the
+/// compiler has it): the read path's selects depend on loaded data, and LLVM turns some of
+/// them into branches that mispredict.
+#[inline(always)]
+#[allow(clippy::incompatible_msrv)]
+fn select(c: bool, a: u32, b: u32) -> u32 {
+    #[cfg(pktvec_select_unpredictable)]
+    {
+        std::hint::select_unpredictable(c, a, b)
+    }
+    #[cfg(not(pktvec_select_unpredictable))]
+    {
+        if c {
+            a
+        } else {
+            b
+        }
+    }
+}
+
 /// Words of a record of `runs` runs (bitmap + values) with 3- or 4-byte values.
 fn record_words(runs: u32, narrow: bool) -> u32 {
     if narrow {
@@ -464,11 +491,7 @@ impl Compressed {
     #[inline(always)]
     fn record_value(&self, e: u32, off: usize) -> u32 {
         let v = self.load_at(off) >> ((e >> 27) & 8); // NARROW (bit 30): the top 3 bytes
-        if e & NARROW != 0 && v == NARROW_NONE {
-            NO_ROUTE
-        } else {
-            v
-        }
+        narrow_none_to_no_route(v, e & NARROW != 0)
     }
 
     /// The stored value for `key` (next hop, [`NO_ROUTE`] or `GROUP | g`).
@@ -484,12 +507,7 @@ impl Compressed {
             return self.pool[(value_offset(bits, r, key, 4) >> 2) & (POOL_LEN - 1)]
                 .load(Ordering::Relaxed);
         }
-        let v = self.load_at(value_offset(bits, r, key, 3)) >> 8;
-        if v == NARROW_NONE {
-            NO_ROUTE
-        } else {
-            v
-        }
+        narrow_none_to_no_route(self.load_at(value_offset(bits, r, key, 3)) >> 8, true)
     }
 
     /// Prefetches the directory entry of `key`.
@@ -523,12 +541,7 @@ impl Compressed {
     /// branch-free.
     #[inline(always)]
     fn stage_value(&self, e: u32, off: u32) -> u32 {
-        let pooled = self.record_value(e, off as usize);
-        if e & REC != 0 {
-            pooled
-        } else {
-            e
-        }
+        select(e & REC != 0, self.record_value(e, off as usize), e)
     }
 
     /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
@@ -573,7 +586,8 @@ impl Compressed {
         for (o, e) in out.iter_mut().zip(dir.iter()) {
             let x = self.stage_value(*e, *o);
             groups |= x;
-            *o = if x == NO_ROUTE { MISS_OUT } else { x };
+            // Branch-free: a branch here mispredicts on tables where many keys have no route.
+            *o = select(x == NO_ROUTE, MISS_OUT, x);
         }
         groups
     }
