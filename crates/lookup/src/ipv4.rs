@@ -608,7 +608,9 @@ impl Lpm4 {
     /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
     /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
-    /// the values (the rare keys whose /24 holds longer prefixes read one more entry).
+    /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
+    /// stage (1) runs one sub-batch ahead, so that a small sub-batch's record fetches
+    /// overlap the previous sub-batch's ranking.
     /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
     /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
     /// gathers; the answers are those of

@@ -546,7 +546,7 @@ impl Compressed {
 
     /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
     /// read every directory entry and prefetch the record, (2) rank every key and prefetch
-    /// its value, (3) read the values. Answers are next hops, [`MISS_OUT`] for no route, or
+    /// its value, (3) read the values; stage (1) runs one sub-batch ahead of (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or
     /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
     /// Runs the AVX-512 loop where the CPU has it (same answers), else the portable one.
     #[inline(always)]
@@ -566,14 +566,25 @@ impl Compressed {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut dir = [0u32; 256];
         let mut groups = 0;
-        for ((kc, oc), ec) in keys.chunks(b).zip(out.chunks_mut(b)).zip(dir.chunks_mut(b)) {
-            for (k, e) in kc.iter().zip(ec.iter_mut()) {
+        // Stage 1 runs one sub-batch ahead, so that the next sub-batch's record fetches
+        // are in flight while this one is ranked and resolved.
+        let first = b.min(n);
+        for (k, e) in keys[..first].iter().zip(dir.iter_mut()) {
+            *e = self.stage_dir(*k);
+        }
+        let mut start = 0;
+        while start < n {
+            let end = (start + b).min(n);
+            let next = (end + b).min(n);
+            for (k, e) in keys[end..next].iter().zip(dir[end..next].iter_mut()) {
                 *e = self.stage_dir(*k);
             }
+            let (kc, oc, ec) = (&keys[start..end], &mut out[start..end], &dir[start..end]);
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
                 *o = self.stage_rank(*k, *e);
             }
             groups |= Self::stage_values(self, oc, ec);
+            start = end;
         }
         groups & GROUP != 0
     }
@@ -661,41 +672,53 @@ mod avx512 {
         let pool_base = pool.as_ptr().cast::<i32>();
         let mut groups = 0;
         let mut start = 0;
+        // Stage (1) has run for keys `..ahead`.
+        let mut ahead = 0;
         while start < n {
             let end = (start + b).min(n);
+            // (1) directory entries, record offsets; prefetch the records: for this
+            // sub-batch (if not done yet) and the next one, so that the next sub-batch's
+            // record fetches are in flight while this one is ranked and resolved.
+            let want = (end + b).min(n);
+            while ahead < want {
+                let s_end = (ahead + b).min(n);
+                let s_vec_end = ahead + (s_end - ahead) / 16 * 16;
+                let mut i = ahead;
+                while i < s_vec_end {
+                    // SAFETY: `i + 16 <= s_vec_end <= n <= keys.len()`, so the unaligned
+                    // 64-byte load reads 16 in-bounds keys.
+                    let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
+                    let q = _mm512_srli_epi32::<14>(k);
+                    // SAFETY: every lane is `key >> 14 < 2^18 = QUARTERS`, an in-bounds
+                    // index of the directory (4-byte elements, scale 4). The words are
+                    // `AtomicU32`s that the writer may store concurrently: each aligned lane
+                    // is read in one access, and any value read is only used if the reader's
+                    // sequence check later finds no write window (as for the portable path's
+                    // atomic loads).
+                    let e = unsafe { _mm512_i32gather_epi32::<4>(q, dir_base) };
+                    let is_rec = _mm512_srai_epi32::<31>(e);
+                    // The record offset and its NARROW bit (0 for a single-run quarter).
+                    let r = _mm512_and_si512(
+                        _mm512_and_si512(e, is_rec),
+                        _mm512_set1_epi32((REC_MASK | NARROW) as i32),
+                    );
+                    // SAFETY: `i + 16 <= 256`: both stores are in bounds of the local
+                    // arrays.
+                    unsafe {
+                        _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
+                        _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
+                    }
+                    for &r in &rec[i..i + 16] {
+                        prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
+                    }
+                    i += 16;
+                }
+                for j in s_vec_end..s_end {
+                    dir[j] = c.stage_dir(keys[j]);
+                }
+                ahead = s_end;
+            }
             let vec_end = start + (end - start) / 16 * 16;
-            // (1) directory entries, record offsets; prefetch the records.
-            let mut i = start;
-            while i < vec_end {
-                // SAFETY: `i + 16 <= vec_end <= n <= keys.len()`, so the unaligned 64-byte
-                // load reads 16 in-bounds keys.
-                let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
-                let q = _mm512_srli_epi32::<14>(k);
-                // SAFETY: every lane is `key >> 14 < 2^18 = QUARTERS`, an in-bounds index
-                // of the directory (4-byte elements, scale 4). The words are `AtomicU32`s
-                // that the writer may store concurrently: each aligned lane is read in one
-                // access, and any value read is only used if the reader's sequence check
-                // later finds no write window (as for the portable path's atomic loads).
-                let e = unsafe { _mm512_i32gather_epi32::<4>(q, dir_base) };
-                let is_rec = _mm512_srai_epi32::<31>(e);
-                // The record offset and its NARROW bit (0 for a single-run quarter).
-                let r = _mm512_and_si512(
-                    _mm512_and_si512(e, is_rec),
-                    _mm512_set1_epi32((REC_MASK | NARROW) as i32),
-                );
-                // SAFETY: `i + 16 <= 256`: both stores are in bounds of the local arrays.
-                unsafe {
-                    _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
-                    _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
-                }
-                for &r in &rec[i..i + 16] {
-                    prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
-                }
-                i += 16;
-            }
-            for j in vec_end..end {
-                dir[j] = c.stage_dir(keys[j]);
-            }
             // (2) rank: bitmap << (63 - s), popcount; prefetch the values.
             let mut i = start;
             while i < vec_end {
