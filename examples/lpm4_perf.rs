@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --example lpm4_perf
 //! flock /tmp/pktvec-bench.lock target/release/examples/lpm4_perf                # pktvec only
-//! flock /tmp/pktvec-bench.lock target/release/examples/lpm4_perf --dpdk         # and rte_lpm
+//! target/release/examples/lpm4_perf --dpdk --lock /tmp/pktvec-bench.lock        # and rte_lpm
 //! ... --dpdk --json docs/results/lookup-ipv4.json --svg docs/results/lookup-ipv4.svg
 //! ```
 //!
@@ -20,7 +20,10 @@
 //! path and /18-quarter runs, time nothing), `--dpdk` (build and run
 //! `benches/dpdk/lpm4_bench.c` against the files written to `--dir`, default /tmp, with the
 //! EAL on `--no-huge -m 2048` as the issue prescribes), `--dpdk-huge` (also run it with 1 GiB
-//! of 2 MiB hugetlbfs pages; needs `nr_hugepages` reserved and hugetlbfs mounted).
+//! of 2 MiB hugetlbfs pages; needs `nr_hugepages` reserved and hugetlbfs mounted),
+//! `--lock PATH` (take `flock PATH` around each timing round only, instead of running the
+//! whole program under `flock`: rte_lpm is built once per table by its harness, outside the
+//! lock, and then waits between rounds).
 //!
 //! pktvec is measured twice per table: `Lpm4Config::huge_pages` true (the default: the
 //! 64 MiB first level is advised to use transparent huge pages) and false (4 KiB pages).
@@ -33,8 +36,9 @@ use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, DEFAULT_SUB_BATCH, MISS};
 use pktvec::lookup::routes::{self, Route4};
 use pktvec::packet::mem;
 use serde::Serialize;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const VEC: usize = 256;
 const TIER1: &str = "/work/shared/data/routes/tier1-fulltable-ipv4.txt.xz";
@@ -195,6 +199,17 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }),
         ));
     }
+    methods.push((
+        format!("vector-256 lookup_vector (Option, b={DEFAULT_SUB_BATCH})"),
+        false,
+        Box::new(|k, o, _| {
+            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
+                lpm.lookup_vector(k, o);
+            }
+        }),
+    ));
+    // Last: the DIR-24-8 master's 64 MiB first level evicts the read path from the
+    // caches (each pass starts with an untimed warm-up, below).
     for d in [16usize, 32] {
         methods.push((
             format!("DIR-24-8 master lookup_vector_dir24 d={d}"),
@@ -206,20 +221,17 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }),
         ));
     }
-    methods.push((
-        format!("vector-256 lookup_vector (Option, b={DEFAULT_SUB_BATCH})"),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_vector(k, o);
-            }
-        }),
-    ));
     let mut out = vec![None; keys.len()];
     let mut raw = vec![0u32; keys.len()];
     let mut best = vec![f64::MAX; methods.len()];
     let mut sums = vec![0u64; methods.len()];
     for _ in 0..reps {
+        // Untimed warm-up: every method is timed with the read path as warm as the
+        // method before it left it (rte_lpm's harness runs its methods back to back too);
+        // without it the first method after the DIR-24-8 rows starts from cold caches.
+        for (k, r) in keys.chunks(VEC).zip(raw.chunks_mut(VEC)) {
+            lpm.lookup_vector_raw(k, r, VEC);
+        }
         for (i, (_, is_raw, f)) in methods.iter().enumerate() {
             out.iter_mut().for_each(|o| *o = Some(u32::MAX - 1));
             raw.iter_mut().for_each(|o| *o = u32::MAX - 1);
@@ -273,15 +285,142 @@ fn build_harness(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
     Ok(bin)
 }
 
-/// Runs the C harness; returns (method, cycles, checksum) rows and rte_lpm's bytes.
-fn run_dpdk(
-    bin: &Path,
+/// The benchmark lock (`--lock PATH`), held while a `flock PATH` child process runs:
+/// taken around each timing round only, so the minutes of table building (rte_lpm_add)
+/// do not keep the other users of the machine waiting. Released on drop.
+struct BenchLock(Option<std::process::Child>);
+
+impl BenchLock {
+    /// Waits for the lock at `path` (no lock if `None`).
+    fn take(path: Option<&str>) -> Result<Self, Box<dyn std::error::Error>> {
+        let Some(path) = path else {
+            return Ok(BenchLock(None));
+        };
+        let mut child = Command::new("flock")
+            .args([path, "sh", "-c", "echo locked; exec cat >/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        let out = child.stdout.as_mut().ok_or("flock: no stdout")?;
+        BufReader::new(out).read_line(&mut line)?;
+        if line.trim() != "locked" {
+            return Err(format!("flock {path} failed").into());
+        }
+        Ok(BenchLock(Some(child)))
+    }
+}
+
+impl Drop for BenchLock {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            drop(c.stdin.take()); // `cat` sees end of input; `flock` exits and unlocks
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The C harness in `serve` mode: builds rte_lpm once, then times its methods on each
+/// [`round`](Self::round).
+struct Harness {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    hugepages: bool,
+    /// rte_lpm's bytes as configured (the harness's `memory` line).
+    mem: Option<u64>,
+}
+
+impl Harness {
+    /// Starts the harness and waits until it has built the table.
+    fn start(
+        bin: &Path,
+        routes: &Path,
+        keys: &Path,
+        reps: usize,
+        tbl8s: u32,
+        hugepages: bool,
+    ) -> Result<Self, Box<dyn std::error::Error>> {
+        let args = harness_args(routes, keys, reps, tbl8s, hugepages, true);
+        eprintln!("starting: {} {}", bin.display(), args.join(" "));
+        let mut child = Command::new(bin)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let out = BufReader::new(child.stdout.take().ok_or("harness: no stdout")?);
+        let mut h = Harness {
+            child,
+            out,
+            hugepages,
+            mem: None,
+        };
+        loop {
+            let mut line = String::new();
+            if h.out.read_line(&mut line)? == 0 {
+                return Err(format!("lpm4_bench exited: {:?}", h.child.wait()?).into());
+            }
+            let f: Vec<&str> = line.split_whitespace().collect();
+            match f.as_slice() {
+                ["ready"] => return Ok(h),
+                ["memory", b] => h.mem = Some(b.parse()?),
+                _ => eprintln!("  {}", line.trim_end()),
+            }
+        }
+    }
+
+    /// One timing round: every method, `reps` passes.
+    fn round(&mut self) -> Result<Vec<Measured>, Box<dyn std::error::Error>> {
+        let stdin = self.child.stdin.as_mut().ok_or("harness: no stdin")?;
+        stdin.write_all(b"run\n")?;
+        stdin.flush()?;
+        let mut rows = Vec::new();
+        loop {
+            let mut line = String::new();
+            if self.out.read_line(&mut line)? == 0 {
+                return Err(format!("lpm4_bench exited: {:?}", self.child.wait()?).into());
+            }
+            let f: Vec<&str> = line.split_whitespace().collect();
+            match f.as_slice() {
+                ["end"] => return Ok(rows),
+                ["result", ..] => rows.push(parse_result(&f, self.hugepages)?),
+                _ => eprintln!("  {}", line.trim_end()),
+            }
+        }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take()); // end of input: the harness exits
+        let _ = self.child.wait();
+    }
+}
+
+/// A harness `result <name> <cycles> <checksum>` line as a row.
+fn parse_result(f: &[&str], hugepages: bool) -> Result<Measured, Box<dyn std::error::Error>> {
+    let [_, name, cyc, sum] = f else {
+        return Err(format!("bad harness line: {f:?}").into());
+    };
+    Ok((
+        if hugepages {
+            format!("{name} (2 MiB hugepages)")
+        } else {
+            name.to_string()
+        },
+        cyc.parse()?,
+        u64::from_str_radix(sum, 16)?,
+    ))
+}
+
+/// The harness's command line.
+fn harness_args(
     routes: &Path,
     keys: &Path,
     reps: usize,
     tbl8s: u32,
     hugepages: bool,
-) -> Result<(Vec<Measured>, Option<u64>), Box<dyn std::error::Error>> {
+    serve: bool,
+) -> Vec<String> {
     // As the issue prescribes: `--no-huge -m 2048`; with `hugepages`, the EAL takes 1 GiB
     // of 2 MiB pages from a mounted hugetlbfs instead.
     let eal: &[&str] = if hugepages {
@@ -289,51 +428,25 @@ fn run_dpdk(
     } else {
         &["--no-huge", "-m", "2048"]
     };
-    let args = [
-        eal.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        vec![
-            "--no-pci".into(),
-            "-l".into(),
-            "0".into(),
-            "--log-level=1".into(),
-            "--".into(),
-            routes.display().to_string(),
-            keys.display().to_string(),
-            reps.to_string(),
-            tbl8s.to_string(),
-        ],
-    ]
-    .concat();
-    eprintln!("running: {} {}", bin.display(), args.join(" "));
-    let out = Command::new(bin).args(&args).output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "lpm4_bench failed: {}\n{text}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
+    let mut args: Vec<String> = eal.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        [
+            "--no-pci",
+            "-l",
+            "0",
+            "--log-level=1",
+            "--",
+            &routes.display().to_string(),
+            &keys.display().to_string(),
+            &reps.to_string(),
+            &tbl8s.to_string(),
+        ]
+        .map(String::from),
+    );
+    if serve {
+        args.push("serve".into());
     }
-    let mut rows = Vec::new();
-    let mut mem = None;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f.as_slice() {
-            ["result", name, cyc, sum] => rows.push((
-                if hugepages {
-                    format!("{name} (2 MiB hugepages)")
-                } else {
-                    name.to_string()
-                },
-                cyc.parse()?,
-                u64::from_str_radix(sum, 16)?,
-            )),
-            ["memory", b] => mem = Some(b.parse()?),
-            _ => eprintln!("  {line}"),
-        }
-    }
-    Ok((rows, mem))
+    args
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -353,6 +466,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(value("--dir").unwrap_or_else(|| "/tmp".into()));
     let dpdk = flag("--dpdk") || flag("--dpdk-huge");
     let dpdk_huge = flag("--dpdk-huge");
+    let lock_path = value("--lock");
     let tbl8s: u32 = 65_536;
     let hz = clock::tsc_hz();
     let harness = if dpdk && !stats_only {
@@ -450,12 +564,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             thp_kib
         );
 
-        // `rounds` rounds of (pktvec passes, rte_lpm run): each figure is the best over all
-        // rounds, so both libraries are timed in several moments of the sitting.
+        // rte_lpm is built once per table (its harness waits between rounds), before the
+        // rounds and outside the lock.
+        let mut harnesses = Vec::new();
+        if let Some(bin) = &harness {
+            harnesses.push(Harness::start(
+                bin,
+                &routes_path,
+                &keys_path,
+                reps,
+                tbl8s,
+                false,
+            )?);
+            if dpdk_huge {
+                harnesses.push(Harness::start(
+                    bin,
+                    &routes_path,
+                    &keys_path,
+                    reps,
+                    tbl8s,
+                    true,
+                )?);
+            }
+        }
+        let rte_mem = harnesses.first().and_then(|h| h.mem);
+        // `rounds` rounds of (pktvec passes, rte_lpm passes), each under the lock: each
+        // figure is the best over all rounds, so both libraries are timed in several
+        // moments of the sitting.
         let mut mine: Vec<Measured> = Vec::new();
         let mut theirs: Vec<Measured> = Vec::new();
-        let mut rte_mem = None;
         for round in 0..rounds {
+            let _lock = BenchLock::take(lock_path.as_deref())?;
             eprintln!("{name}: round {} of {rounds}", round + 1);
             let mut m: Vec<Measured> = ours(&lpm, &keys, reps)
                 .into_iter()
@@ -467,18 +606,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .map(|(m, c, s)| (format!("{m} [4 KiB]"), c, s)),
             );
             best_of(&mut mine, m);
-            if let Some(bin) = &harness {
-                let (t, mem) = run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, false)?;
-                best_of(&mut theirs, t);
-                rte_mem = mem;
-                if dpdk_huge {
-                    best_of(
-                        &mut theirs,
-                        run_dpdk(bin, &routes_path, &keys_path, reps, tbl8s, true)?.0,
-                    );
-                }
+            let mut t = Vec::new();
+            for h in harnesses.iter_mut() {
+                t.extend(h.round()?);
             }
+            best_of(&mut theirs, t);
         }
+        drop(harnesses);
         drop(lpm_4k);
         let find = |n: &str| theirs.iter().find(|r| r.0 == n).map(|r| r.1);
         let base = find("rte_lpm_lookup");

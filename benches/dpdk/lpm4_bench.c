@@ -5,13 +5,19 @@
  *   cc -O3 $(pkg-config --cflags libdpdk) benches/dpdk/lpm4_bench.c -o /tmp/lpm4_bench \
  *      $(pkg-config --libs libdpdk)
  * Run:
- *   /tmp/lpm4_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS] [TBL8S]
+ *   /tmp/lpm4_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS] [TBL8S] [serve]
  *
  * ROUTES: one "a.b.c.d/len next_hop" per line; KEYS: one "a.b.c.d" per line.
  * Prints one "result <name> <cycles per lookup> <checksum>" line per method (the best of
  * REPS passes over all keys; checksum = FNV-1a over the per-key answers, a miss counted as
  * 0xffffffff, so the Rust side can check both tables gave the same answers), and
  * "memory <bytes>" for the table as configured.
+ *
+ * With "serve" the table is built once, then the harness prints "ready" and times the
+ * methods each time it reads a line "run" on stdin (printing the result lines and "end"),
+ * until end of input: examples/lpm4_perf.rs uses this to alternate pktvec and rte_lpm
+ * rounds on one table without rebuilding it (rte_lpm_add takes minutes for 1M routes) and
+ * to hold the benchmark lock only while timing.
  *
  * Only DPDK's public API is used (rte_lpm_create/add/lookup/lookup_bulk/lookupx4).
  */
@@ -65,6 +71,53 @@ static uint64_t fnv(const uint32_t *v, size_t n)
 	return h;
 }
 
+/* REPS passes of each method over all N keys; prints the best cycles per lookup and the
+ * answers' checksum of each method. */
+static void run_passes(const struct rte_lpm *lpm, const uint32_t *keys, size_t n, uint32_t *out,
+		       int reps)
+{
+	double best[3] = {1e18, 1e18, 1e18};
+	uint64_t sums[3] = {0, 0, 0};
+	const char *names[3] = {"rte_lpm_lookup", "rte_lpm_lookup_bulk", "rte_lpm_lookupx4"};
+	for (int r = 0; r < reps; r++) {
+		/* single */
+		uint64_t s = rte_rdtsc();
+		for (size_t i = 0; i < n; i++) {
+			uint32_t hop;
+			out[i] = rte_lpm_lookup(lpm, keys[i], &hop) == 0 ? hop : 0xffffffffu;
+		}
+		double cyc = (double)(rte_rdtsc() - s) / n;
+		if (cyc < best[0])
+			best[0] = cyc;
+		sums[0] = fnv(out, n);
+
+		/* bulk, vectors of VEC */
+		s = rte_rdtsc();
+		for (size_t i = 0; i < n; i += VEC)
+			rte_lpm_lookup_bulk(lpm, keys + i, out + i, VEC);
+		cyc = (double)(rte_rdtsc() - s) / n;
+		if (cyc < best[1])
+			best[1] = cyc;
+		for (size_t i = 0; i < n; i++)
+			out[i] = (out[i] & RTE_LPM_LOOKUP_SUCCESS) ? (out[i] & 0xffffff) : 0xffffffffu;
+		sums[1] = fnv(out, n);
+
+		/* x4 */
+		s = rte_rdtsc();
+		for (size_t i = 0; i < n; i += 4) {
+			xmm_t ip = _mm_loadu_si128((const __m128i *)(keys + i));
+			rte_lpm_lookupx4(lpm, ip, out + i, 0xffffffffu);
+		}
+		cyc = (double)(rte_rdtsc() - s) / n;
+		if (cyc < best[2])
+			best[2] = cyc;
+		sums[2] = fnv(out, n);
+	}
+	for (int m = 0; m < 3; m++)
+		printf("result %s %.3f %016" PRIx64 "\n", names[m], best[m], sums[m]);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	int ret = rte_eal_init(argc, argv);
@@ -75,13 +128,14 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 3) {
-		fprintf(stderr, "usage: lpm4_bench <EAL args> -- ROUTES KEYS [REPS] [TBL8S]\n");
+		fprintf(stderr, "usage: lpm4_bench <EAL args> -- ROUTES KEYS [REPS] [TBL8S] [serve]\n");
 		return 2;
 	}
 	const char *routes_path = argv[1];
 	const char *keys_path = argv[2];
 	int reps = argc > 3 ? atoi(argv[3]) : 5;
 	uint32_t tbl8s = argc > 4 ? (uint32_t)atoi(argv[4]) : 65536;
+	int serve = argc > 5 && strcmp(argv[5], "serve") == 0;
 
 	/* Count routes first so max_rules fits the table. */
 	FILE *f = fopen(routes_path, "r");
@@ -133,45 +187,20 @@ int main(int argc, char **argv)
 	printf("memory %" PRIu64 "\n",
 	       (uint64_t)(1u << 24) * 4 + (uint64_t)tbl8s * 256 * 4 + (uint64_t)cfg.max_rules * 8);
 
-	double best[3] = {1e18, 1e18, 1e18};
-	uint64_t sums[3] = {0, 0, 0};
-	const char *names[3] = {"rte_lpm_lookup", "rte_lpm_lookup_bulk", "rte_lpm_lookupx4"};
-	for (int r = 0; r < reps; r++) {
-		/* single */
-		uint64_t s = rte_rdtsc();
-		for (size_t i = 0; i < n; i++) {
-			uint32_t hop;
-			out[i] = rte_lpm_lookup(lpm, keys[i], &hop) == 0 ? hop : 0xffffffffu;
+	if (serve) {
+		char line[64];
+		printf("ready\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin)) {
+			if (strncmp(line, "run", 3) != 0)
+				continue;
+			run_passes(lpm, keys, n, out, reps);
+			printf("end\n");
+			fflush(stdout);
 		}
-		double cyc = (double)(rte_rdtsc() - s) / n;
-		if (cyc < best[0])
-			best[0] = cyc;
-		sums[0] = fnv(out, n);
-
-		/* bulk, vectors of VEC */
-		s = rte_rdtsc();
-		for (size_t i = 0; i < n; i += VEC)
-			rte_lpm_lookup_bulk(lpm, keys + i, out + i, VEC);
-		cyc = (double)(rte_rdtsc() - s) / n;
-		if (cyc < best[1])
-			best[1] = cyc;
-		for (size_t i = 0; i < n; i++)
-			out[i] = (out[i] & RTE_LPM_LOOKUP_SUCCESS) ? (out[i] & 0xffffff) : 0xffffffffu;
-		sums[1] = fnv(out, n);
-
-		/* x4 */
-		s = rte_rdtsc();
-		for (size_t i = 0; i < n; i += 4) {
-			xmm_t ip = _mm_loadu_si128((const __m128i *)(keys + i));
-			rte_lpm_lookupx4(lpm, ip, out + i, 0xffffffffu);
-		}
-		cyc = (double)(rte_rdtsc() - s) / n;
-		if (cyc < best[2])
-			best[2] = cyc;
-		sums[2] = fnv(out, n);
+	} else {
+		run_passes(lpm, keys, n, out, reps);
 	}
-	for (int m = 0; m < 3; m++)
-		printf("result %s %.3f %016" PRIx64 "\n", names[m], best[m], sums[m]);
 	rte_lpm_free(lpm);
 	free(keys);
 	free(out);

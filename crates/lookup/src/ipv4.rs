@@ -18,11 +18,12 @@
 //! * **Read path (what lookups read).** The master's first level cut into 2^18 quarters
 //!   of 64 /24 slots. Each quarter has a 4-byte directory entry (1 MiB in all): the value
 //!   itself when the quarter is one run of equal slots, else the offset of a *record*: a
-//!   64-bit bitmap of where runs start followed by the runs' values, packed so that a
-//!   record of up to 14 runs sits in one cache line. A lookup reads the directory entry,
+//!   64-bit bitmap of where runs start followed by the runs' values (3 bytes each when
+//!   they are next hops below 2^24 − 1, else 4), packed so that a record of up to 64 bytes
+//!   sits in one cache line. A lookup reads the directory entry,
 //!   ranks the slot with one `popcnt` and reads the value next to the bitmap (usually the
 //!   same line); a /24 with longer prefixes points to its master group. The read path of a
-//!   1M-prefix BGP table is 6–13 MiB instead of the master's 64 MiB, and a random lookup
+//!   1M-prefix BGP table is 5–10 MiB instead of the master's 64 MiB, and a random lookup
 //!   makes one far access plus one into the 1 MiB directory: see
 //!   `docs/results/lookup-ipv4.md`. The vector lookups stage a sub-batch (read every
 //!   directory entry and prefetch its record, rank every key and prefetch every value,
@@ -35,10 +36,10 @@
 //!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups); a real
 //!   900k-prefix BGP table uses about 450–1,100 groups; the worst case (every prefix a
 //!   /25../32 in its own /24) needs one group per prefix: raise `max_groups` (up to 2^24);
-//! * read path: 1 MiB of directory entries plus 8 B per multi-run quarter and 4 B per run,
-//!   and the padding that keeps short records within a line (address space for 2^26 words
-//!   is reserved, committed as used; tables of several million prefixes fit), advised to use
-//!   transparent huge pages ([`Lpm4Config::huge_pages`]);
+//! * read path: 1 MiB of directory entries plus 8 B per multi-run quarter and 3 or 4 B per
+//!   run, and the padding that keeps short records within a line (address space for 2^26
+//!   words is reserved, committed as used; tables of several million prefixes fit), advised
+//!   to use transparent huge pages ([`Lpm4Config::huge_pages`]);
 //! * the control-plane rule set (what `delete` needs to find the replacement route):
 //!   one hash map per prefix length, about 16 B per prefix.
 //!
@@ -322,7 +323,14 @@ impl Lpm4 {
         let mut w = lpm.writer();
         let dirty = w.deferred.take().unwrap_or_default();
         added?;
-        lpm.rebuild_quarters(&mut w, (0..dirty.len()).filter(|&q| dirty[q]))?;
+        // Largest records first, so that small ones fill the line ends the large ones
+        // leave (best-fit decreasing; the allocator takes the smallest hole that fits).
+        let mut order: Vec<(u32, usize)> = (0..dirty.len())
+            .filter(|&q| dirty[q])
+            .map(|q| (Compressed::record_size(&lpm.quarter_slots(q)), q))
+            .collect();
+        order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        lpm.rebuild_quarters(&mut w, order.into_iter().map(|(_, q)| q))?;
         drop(w);
         Ok(lpm)
     }
@@ -600,7 +608,9 @@ impl Lpm4 {
     /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
     /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
-    /// the values (the rare keys whose /24 holds longer prefixes read one more entry).
+    /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
+    /// stage (1) runs one sub-batch ahead, so that a small sub-batch's record fetches
+    /// overlap the previous sub-batch's ranking.
     /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
     /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
     /// gathers; the answers are those of
@@ -788,11 +798,17 @@ impl Lpm4 {
         r
     }
 
-    fn rebuild_quarter(&self, w: &mut Writer, q: usize) -> Result<(), LpmError> {
+    /// The read-path values of quarter `q`'s 64 first-level slots.
+    fn quarter_slots(&self, q: usize) -> [u32; 64] {
         let mut slots = [0u32; 64];
         for (s, e) in slots.iter_mut().zip(&self.tbl24[q << 6..(q + 1) << 6]) {
             *s = Self::slot_value(e.load(Ordering::Relaxed));
         }
+        slots
+    }
+
+    fn rebuild_quarter(&self, w: &mut Writer, q: usize) -> Result<(), LpmError> {
+        let slots = self.quarter_slots(q);
         self.fast
             .publish(&mut w.alloc, q, &slots)
             .map_err(|_| LpmError::TableFull)

@@ -153,9 +153,20 @@ fn prefix() -> impl Strategy<Value = (u32, u8)> {
     })
 }
 
+/// Next hops: mostly small, some around 2^24 − 1 (the largest that a record of 3-byte
+/// values holds is 2^24 − 2), some anywhere up to [`MAX_NEXT_HOP`], so that quarters are
+/// rebuilt between 3- and 4-byte records.
+fn next_hop() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => 0u32..1000,
+        1 => 0xff_fffdu32..=0x100_0001,
+        1 => 0..=MAX_NEXT_HOP,
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        5 => (prefix(), 0u32..1000).prop_map(|((a, l), nh)| Op::Add(a, l, nh)),
+        5 => (prefix(), next_hop()).prop_map(|((a, l), nh)| Op::Add(a, l, nh)),
         3 => prefix().prop_map(|(a, l)| Op::Delete(a, l)),
     ]
 }

@@ -10,15 +10,25 @@
 //! all, which mostly stays in L2/L3 and within the TLB's reach):
 //!
 //! * bit 31 clear: the quarter is one run and the entry is its value (no second access);
-//! * bit 31 set ([`REC`]): the rest is the word offset of the quarter's *record* in a
+//! * bit 31 set ([`REC`]): bits 0..25 are the word offset of the quarter's *record* in a
 //!   pool of `u32` words: the 64-bit run-start bitmap (bit `s` set where a run starts, two
-//!   words) followed by one value per run. A record of up to 14 runs (64 bytes) never
-//!   straddles a cache line, so the bitmap and the value are usually one line.
+//!   words) followed by one value per run. Bit 30 ([`NARROW`]) says the values are 3 bytes
+//!   each (a record whose values are all next hops below 2^24 − 1 or "no route", stored
+//!   as [`NARROW_NONE`]: nearly every record of a table with 24-bit next hops, as
+//!   rte_lpm's), else 4 bytes. A record of up to 64 bytes (18 runs of 3-byte values, 14 of
+//!   4-byte ones) never straddles a cache line, so the bitmap and the value are usually one
+//!   line.
 //!
-//! The value for key `k` in a record at `r` is `pool[r + 1 + popcount(bits << (63 − s))]`
-//! with `s = (k >> 8) & 63`: one `popcnt`, and usually no second cache miss. A value is a
+//! The value for key `k` in a record at `r` with rank `n = popcount(bits << (63 − s))`,
+//! `s = (k >> 8) & 63`, is the word `pool[r + 1 + n]` (4-byte values) or the top 3 bytes of
+//! the 4 bytes at pool byte `4r + 4 + 3n` (3-byte values; the read starts one byte early so
+//! it never leaves the record): one `popcnt`, and usually no second cache miss. A value is a
 //! next hop, [`NO_ROUTE`], or `GROUP | g`, a pointer to the DIR-24-8 master's second-level
 //! group `g` (for a /24 holding longer prefixes), read with `k & 255`.
+//!
+//! 3-byte values and the placement below shrink the read path of a uniformly placed 1M
+//! table (`routes::generate_ipv4`) from 11.5 to 9.3 MiB besides its second-level groups,
+//! and of the clustered and real tables by 17–18%: see `docs/results/lookup-ipv4.md`.
 //!
 //! # Updates: a sequence counter, with the master as the fallback
 //!
@@ -37,7 +47,10 @@
 //!
 //! The pool is reserved up front (2^26 words, 256 MiB of address space) but zero-filled
 //! lazily by the OS: only what is used is committed. Freed records are kept on exact-size
-//! free lists and reused first. Every prefix adds at most two runs, so a table of several
+//! free lists and reused first; a record of at most a line goes into the smallest hole
+//! left at the end of a line that fits it, and a batch build (`Lpm4::from_routes`) places
+//! the records largest first (best-fit decreasing), so that small records fill the line
+//! ends that large ones leave. Every prefix adds at most two runs, so a table of several
 //! million prefixes fits; [`Compressed::room_for`] refuses an update that might not.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
@@ -51,6 +64,11 @@ pub(super) const GROUP: u32 = 1 << 30;
 pub(super) const NO_ROUTE: u32 = GROUP - 1;
 /// Directory-entry bit: the rest is a record offset, not a value.
 const REC: u32 = 1 << 31;
+/// Directory-entry bit (with [`REC`]): the record's values are 3 bytes each (next hops
+/// below [`NARROW_NONE`], and [`NARROW_NONE`] for "no route"), else 4 bytes.
+const NARROW: u32 = 1 << 30;
+/// A narrow record's "no route".
+const NARROW_NONE: u32 = 0xff_ffff;
 /// What the staged lookup answers for "no route" (`ipv4::MISS`).
 const MISS_OUT: u32 = u32::MAX;
 
@@ -58,6 +76,8 @@ const MISS_OUT: u32 = u32::MAX;
 pub(super) const QUARTERS: usize = 1 << 18;
 /// Length of the pool in words: a power of two, so masking an index proves bounds.
 const POOL_LEN: usize = 1 << 26;
+/// Largest record: 64 runs of 4-byte values after the two bitmap words.
+const MAX_RECORD_WORDS: usize = 66;
 /// Pool words that can be handed out: records start below [`REC_MASK`], so a record's
 /// bitmap and values (`r + 1 + 64`) are in bounds for any masked offset.
 const MAX_WORDS: u32 = (POOL_LEN / 2) as u32;
@@ -73,10 +93,11 @@ pub(super) struct PoolFull;
 /// Writer-side allocation state of the pool.
 #[derive(Debug)]
 pub(super) struct Alloc {
-    /// (record offset, runs) of each quarter; runs 0 = single run, value in the directory.
+    /// (record offset, words) of each quarter; words 0 = single run, value in the
+    /// directory.
     placement: Vec<(u32, u8)>,
     fresh: u32,
-    /// free[n]: freed records of `n` runs.
+    /// free[n]: freed records of `n` words.
     free: Vec<Vec<u32>>,
     /// Words in live records.
     live_words: u64,
@@ -122,18 +143,141 @@ fn record_of(e: u32) -> usize {
     (e & REC_MASK & is_rec) as usize
 }
 
-/// Pool index of the key's run value in the record at `r` with run bitmap `bits`:
-/// r + 2 + (runs started at slots 0..=s) − 1.
+/// Byte offset in the pool of the 4 bytes that hold the key's run value, in the record
+/// at word `r` with run bitmap `bits`, for values of `width` bytes (4, or 3 for a narrow
+/// record). With rank = runs started at slots 0..=s (at least 1):
+/// * 4-byte values: value `rank − 1` is the word `r + 2 + rank − 1`, i.e. bytes
+///   `4r + 4 + 4·rank ..+ 4`;
+/// * 3-byte values: value `rank − 1` is bytes `4r + 8 + 3(rank − 1) ..+ 3`; the 4 bytes
+///   read start one byte before it (`4r + 4 + 3·rank`, never before the record, never past
+///   its end) and the value is their top 3 bytes.
+///
+/// At most `4·REC_MASK + 4 + 4·64 < 4·POOL_LEN − 4` for a masked `r`.
 #[inline(always)]
-fn value_index(bits: u64, r: usize, key: u32) -> usize {
+fn value_offset(bits: u64, r: usize, key: u32, width: usize) -> usize {
     let shift = !(key >> 8) & 63; // 63 − s
     let rank = (bits << shift).count_ones() as usize;
-    (r + 1 + rank) & (POOL_LEN - 1)
+    4 * r + 4 + width * rank
 }
 
-/// Words of a record of `runs` runs (bitmap + values, rounded up to 8 bytes).
-fn record_words(runs: u32) -> u32 {
-    2 + runs
+/// The value width (bytes) of the record of directory entry `e` (a record entry).
+#[inline(always)]
+fn width_of(e: u32) -> usize {
+    4 - (e >> 30 & 1) as usize
+}
+
+/// A 4- or 8-byte word read from the pool at byte offset `off` (clamped so the read stays
+/// in the pool; callers pass offsets that are in bounds by construction), in one
+/// unaligned `mov`.
+///
+/// The writer may store pool words concurrently (inside a write window); the readers use
+/// what they read only if the sequence check finds no window overlapped, as for the
+/// atomic loads of the other architectures and the AVX-512 gathers. The load is an
+/// `asm!` block rather than a Rust read so that the compiler treats it as an opaque read
+/// of memory it does not own (no assumption that the bytes are unchanging, no tearing
+/// into several loads); on x86-64 an unaligned `mov` is one access per cache line.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn racy_load<T: RacyWord>(pool: &[AtomicU32; POOL_LEN], off: usize) -> T {
+    let off = off.min(4 * POOL_LEN - std::mem::size_of::<T>());
+    let p = pool.as_ptr().cast::<u8>().wrapping_add(off);
+    // SAFETY: `p` points into `pool` with at least `size_of::<T>()` bytes after it (the
+    // clamp above); the `asm!` only reads those bytes (`readonly`, no stack, flags kept),
+    // and any value is a valid `u32`/`u64`.
+    unsafe { T::load(p) }
+}
+
+/// The words [`racy_load`] reads: `u32` and `u64`.
+#[cfg(target_arch = "x86_64")]
+trait RacyWord: Sized {
+    /// One unaligned load of `Self` at `p`.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading `size_of::<Self>()` bytes.
+    unsafe fn load(p: *const u8) -> Self;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RacyWord for u32 {
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> u32 {
+        let v: u32;
+        // SAFETY: the caller guarantees 4 readable bytes at `p`.
+        unsafe {
+            std::arch::asm!("mov {v:e}, dword ptr [{p}]", p = in(reg) p, v = out(reg) v,
+                options(nostack, preserves_flags, readonly));
+        }
+        v
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RacyWord for u64 {
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> u64 {
+        let v: u64;
+        // SAFETY: the caller guarantees 8 readable bytes at `p`.
+        unsafe {
+            std::arch::asm!("mov {v}, qword ptr [{p}]", p = in(reg) p, v = out(reg) v,
+                options(nostack, preserves_flags, readonly));
+        }
+        v
+    }
+}
+
+/// `v` read from a narrow record (`narrow`): [`NO_ROUTE`] for [`NARROW_NONE`]; else `v`.
+/// Branch-free: a branch here mispredicts on tables where many keys have no route.
+#[inline(always)]
+fn narrow_none_to_no_route(v: u32, narrow: bool) -> u32 {
+    select(narrow & (v == NARROW_NONE), NO_ROUTE, v)
+}
+
+/// `if c { a } else { b }` as a `cmov` (`std::hint::select_unpredictable` where the
+/// compiler has it): the read path's selects depend on loaded data, and LLVM turns some of
+/// them into branches that mispredict.
+#[inline(always)]
+#[allow(clippy::incompatible_msrv)]
+fn select(c: bool, a: u32, b: u32) -> u32 {
+    #[cfg(pktvec_select_unpredictable)]
+    {
+        std::hint::select_unpredictable(c, a, b)
+    }
+    #[cfg(not(pktvec_select_unpredictable))]
+    {
+        if c {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+/// Words of a record of `runs` runs (bitmap + values) with 3- or 4-byte values.
+fn record_words(runs: u32, narrow: bool) -> u32 {
+    if narrow {
+        2 + (3 * runs).div_ceil(4)
+    } else {
+        2 + runs
+    }
+}
+
+/// Whether a record's values all fit in 3 bytes: next hops below [`NARROW_NONE`], or
+/// [`NO_ROUTE`] (stored as [`NARROW_NONE`]); not group pointers.
+fn fits_narrow(values: impl IntoIterator<Item = u32>) -> bool {
+    values.into_iter().all(|v| v < NARROW_NONE || v == NO_ROUTE)
+}
+
+/// The run-start bitmap and run count of 64 slot values.
+fn runs_of(slots: &[u32]) -> (u64, u32) {
+    let mut bits = 0u64;
+    let mut runs = 0u32;
+    for s in 0..slots.len().min(64) {
+        if s == 0 || slots[s] != slots[s - 1] {
+            bits |= 1 << s;
+            runs += 1;
+        }
+    }
+    (bits, runs)
 }
 
 impl Compressed {
@@ -157,7 +301,7 @@ impl Compressed {
         let alloc = Alloc {
             placement: vec![(0, 0); QUARTERS],
             fresh: LINE,
-            free: (0..=64).map(|_| Vec::new()).collect(),
+            free: (0..=MAX_RECORD_WORDS).map(|_| Vec::new()).collect(),
             live_words: 0,
             pad_words: 0,
             holes: (0..=LINE).map(|_| Vec::new()).collect(),
@@ -199,17 +343,16 @@ impl Compressed {
         self.seq.fetch_add(1, Ordering::Release);
     }
 
-    fn take_region(&self, a: &mut Alloc, runs: u32) -> Result<u32, PoolFull> {
-        if let Some(r) = a.free[runs as usize].pop() {
+    fn take_region(&self, a: &mut Alloc, size: u32) -> Result<u32, PoolFull> {
+        if let Some(r) = a.free[size as usize].pop() {
             return Ok(r);
         }
-        let size = record_words(runs);
         if size <= LINE {
             // A hole left at the end of a line, the smallest that fits.
             if let Some(h) = (size..=LINE).find(|&h| !a.holes[h as usize].is_empty()) {
                 let r = a.holes[h as usize].pop().unwrap_or_default();
                 a.pad_words -= u64::from(size);
-                if h - size >= record_words(2) {
+                if h - size >= record_words(2, true) {
                     a.holes[(h - size) as usize].push(r + size);
                 }
                 return Ok(r);
@@ -237,41 +380,59 @@ impl Compressed {
     /// Rebuilds quarter `q` from its 64 slot values (each a next hop, [`NO_ROUTE`] or
     /// `GROUP | g`). Call inside a write window. On error the quarter is unchanged.
     pub(super) fn publish(&self, a: &mut Alloc, q: usize, slots: &[u32]) -> Result<(), PoolFull> {
-        let mut bits = 0u64;
-        let mut runs = 0u32;
-        for s in 0..slots.len().min(64) {
-            if s == 0 || slots[s] != slots[s - 1] {
-                bits |= 1 << s;
-                runs += 1;
-            }
-        }
+        let slots = &slots[..slots.len().min(64)];
+        let (bits, runs) = runs_of(slots);
         let (r, n) = if runs == 1 {
             self.dir[q].store(slots[0], Ordering::Release);
             (0, 0)
         } else {
-            let r = self.take_region(a, runs)?;
-            let at = r as usize;
-            self.pool[at].store(bits as u32, Ordering::Relaxed);
-            self.pool[at + 1].store((bits >> 32) as u32, Ordering::Relaxed);
-            let mut v = at + 2;
-            for (s, &x) in slots.iter().enumerate().take(64) {
-                if bits >> s & 1 == 1 {
-                    self.pool[v].store(x, Ordering::Relaxed);
-                    v += 1;
+            let starts = || (0..slots.len()).filter(|&s| bits >> s & 1 == 1);
+            let narrow = fits_narrow(starts().map(|s| slots[s]));
+            let size = record_words(runs, narrow);
+            let r = self.take_region(a, size)?;
+            // The record as bytes: bitmap, then the run values (3 or 4 bytes each).
+            let mut bytes = [0u8; 4 * MAX_RECORD_WORDS];
+            bytes[..8].copy_from_slice(&bits.to_le_bytes());
+            let mut at = 8;
+            for s in starts() {
+                let v = slots[s];
+                if narrow {
+                    let v = if v == NO_ROUTE { NARROW_NONE } else { v };
+                    bytes[at..at + 3].copy_from_slice(&v.to_le_bytes()[..3]);
+                    at += 3;
+                } else {
+                    bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                    at += 4;
                 }
             }
-            self.dir[q].store(REC | r, Ordering::Release);
-            (r, runs)
+            for (i, w) in bytes.chunks_exact(4).take(size as usize).enumerate() {
+                let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                self.pool[r as usize + i].store(w, Ordering::Relaxed);
+            }
+            let flag = if narrow { NARROW } else { 0 };
+            self.dir[q].store(REC | flag | r, Ordering::Release);
+            (r, size)
         };
         let (old_r, old_n) = std::mem::replace(&mut a.placement[q], (r, n as u8));
         if old_n > 0 {
             a.free[old_n as usize].push(old_r);
-            a.live_words -= u64::from(record_words(u32::from(old_n)));
+            a.live_words -= u64::from(old_n);
         }
-        if n > 0 {
-            a.live_words += u64::from(record_words(n));
-        }
+        a.live_words += u64::from(n);
         Ok(())
+    }
+
+    /// Words of the record that [`publish`](Self::publish) would write for these slots (0
+    /// for a single run); the batch build places records largest first, so that the line
+    /// ends left by large records are filled by small ones.
+    pub(super) fn record_size(slots: &[u32]) -> u32 {
+        let slots = &slots[..slots.len().min(64)];
+        let (bits, runs) = runs_of(slots);
+        if runs == 1 {
+            return 0;
+        }
+        let starts = (0..slots.len()).filter(|&s| bits >> s & 1 == 1);
+        record_words(runs, fits_narrow(starts.map(|s| slots[s])))
     }
 
     /// The sequence counter, read before a lookup: `None` while a write window is open.
@@ -288,12 +449,49 @@ impl Compressed {
         self.seq.load(Ordering::Relaxed) == g
     }
 
+    /// The run bitmap of the record at `r` (one unaligned 8-byte load on x86-64, see
+    /// [`racy_load`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn bits(&self, r: usize) -> u64 {
+        racy_load::<u64>(&self.pool, 4 * r)
+    }
+
     /// The run bitmap of the record at `r`.
+    #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
     fn bits(&self, r: usize) -> u64 {
         let lo = self.pool[r & (POOL_LEN - 1)].load(Ordering::Relaxed);
         let hi = self.pool[(r + 1) & (POOL_LEN - 1)].load(Ordering::Relaxed);
         u64::from(lo) | u64::from(hi) << 32
+    }
+
+    /// The 4 bytes at pool byte offset `off` (little-endian; `off` need not be aligned):
+    /// one unaligned load on x86-64, see [`racy_load`].
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn load_at(&self, off: usize) -> u32 {
+        racy_load::<u32>(&self.pool, off)
+    }
+
+    /// The 4 bytes at pool byte offset `off` (little-endian), from the word holding the
+    /// first and the word holding the last (the same word if `off` is aligned: the read
+    /// never leaves the record); branch-free.
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    fn load_at(&self, off: usize) -> u32 {
+        let w = off >> 2;
+        let sh = (off & 3) * 8;
+        let lo = self.pool[w & (POOL_LEN - 1)].load(Ordering::Relaxed);
+        let hi = self.pool[(w + usize::from(sh != 0)) & (POOL_LEN - 1)].load(Ordering::Relaxed);
+        ((u64::from(lo) | u64::from(hi) << 32) >> sh) as u32
+    }
+
+    /// The run value of a record entry `e` held in the 4 bytes at `off`; branch-free.
+    #[inline(always)]
+    fn record_value(&self, e: u32, off: usize) -> u32 {
+        let v = self.load_at(off) >> ((e >> 27) & 8); // NARROW (bit 30): the top 3 bytes
+        narrow_none_to_no_route(v, e & NARROW != 0)
     }
 
     /// The stored value for `key` (next hop, [`NO_ROUTE`] or `GROUP | g`).
@@ -304,7 +502,12 @@ impl Compressed {
             return e;
         }
         let r = record_of(e);
-        self.pool[value_index(self.bits(r), r, key)].load(Ordering::Relaxed)
+        let bits = self.bits(r);
+        if e & NARROW == 0 {
+            return self.pool[(value_offset(bits, r, key, 4) >> 2) & (POOL_LEN - 1)]
+                .load(Ordering::Relaxed);
+        }
+        narrow_none_to_no_route(self.load_at(value_offset(bits, r, key, 3)) >> 8, true)
     }
 
     /// Prefetches the directory entry of `key`.
@@ -323,29 +526,27 @@ impl Compressed {
     }
 
     /// The second stage: ranks `key` in the record of directory entry `e` and prefetches
-    /// the run value; returns its pool index.
+    /// the run value; returns the pool byte offset of its 4 bytes.
     #[inline(always)]
     fn stage_rank(&self, key: u32, e: u32) -> u32 {
         let r = record_of(e);
-        let i = value_index(self.bits(r), r, key);
-        prefetch_read(&self.pool[i]);
-        i as u32
+        // The dummy record (single-run quarters) is read as a 4-byte one.
+        let width = width_of(e & ((e as i32) >> 31) as u32);
+        let off = value_offset(self.bits(r), r, key, width);
+        prefetch_read(&self.pool[(off >> 2) & (POOL_LEN - 1)]);
+        off as u32
     }
 
-    /// The last stage: the answer given directory entry `e` and pool index `i`.
+    /// The last stage: the answer given directory entry `e` and the value's byte offset;
+    /// branch-free.
     #[inline(always)]
-    fn stage_value(&self, e: u32, i: u32) -> u32 {
-        let pooled = self.pool[i as usize & (POOL_LEN - 1)].load(Ordering::Relaxed);
-        if e & REC != 0 {
-            pooled
-        } else {
-            e
-        }
+    fn stage_value(&self, e: u32, off: u32) -> u32 {
+        select(e & REC != 0, self.record_value(e, off as usize), e)
     }
 
     /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
     /// read every directory entry and prefetch the record, (2) rank every key and prefetch
-    /// its value, (3) read the values. Answers are next hops, [`MISS_OUT`] for no route, or
+    /// its value, (3) read the values; stage (1) runs one sub-batch ahead of (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or
     /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
     /// Runs the AVX-512 loop where the CPU has it (same answers), else the portable one.
     #[inline(always)]
@@ -365,14 +566,25 @@ impl Compressed {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut dir = [0u32; 256];
         let mut groups = 0;
-        for ((kc, oc), ec) in keys.chunks(b).zip(out.chunks_mut(b)).zip(dir.chunks_mut(b)) {
-            for (k, e) in kc.iter().zip(ec.iter_mut()) {
+        // Stage 1 runs one sub-batch ahead, so that the next sub-batch's record fetches
+        // are in flight while this one is ranked and resolved.
+        let first = b.min(n);
+        for (k, e) in keys[..first].iter().zip(dir.iter_mut()) {
+            *e = self.stage_dir(*k);
+        }
+        let mut start = 0;
+        while start < n {
+            let end = (start + b).min(n);
+            let next = (end + b).min(n);
+            for (k, e) in keys[end..next].iter().zip(dir[end..next].iter_mut()) {
                 *e = self.stage_dir(*k);
             }
+            let (kc, oc, ec) = (&keys[start..end], &mut out[start..end], &dir[start..end]);
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
                 *o = self.stage_rank(*k, *e);
             }
             groups |= Self::stage_values(self, oc, ec);
+            start = end;
         }
         groups & GROUP != 0
     }
@@ -385,7 +597,8 @@ impl Compressed {
         for (o, e) in out.iter_mut().zip(dir.iter()) {
             let x = self.stage_value(*e, *o);
             groups |= x;
-            *o = if x == NO_ROUTE { MISS_OUT } else { x };
+            // Branch-free: a branch here mispredicts on tables where many keys have no route.
+            *o = select(x == NO_ROUTE, MISS_OUT, x);
         }
         groups
     }
@@ -427,7 +640,7 @@ impl Compressed {
 #[cfg(all(target_arch = "x86_64", pktvec_avx512))]
 #[allow(clippy::incompatible_msrv)]
 mod avx512 {
-    use super::{Compressed, GROUP, MISS_OUT, NO_ROUTE, POOL_LEN, REC_MASK};
+    use super::{Compressed, GROUP, MISS_OUT, NARROW, NARROW_NONE, NO_ROUTE, POOL_LEN, REC_MASK};
     use pktvec_packet::prefetch::prefetch_read;
 
     /// Whether this CPU runs [`values_staged`].
@@ -459,47 +672,63 @@ mod avx512 {
         let pool_base = pool.as_ptr().cast::<i32>();
         let mut groups = 0;
         let mut start = 0;
+        // Stage (1) has run for keys `..ahead`.
+        let mut ahead = 0;
         while start < n {
             let end = (start + b).min(n);
+            // (1) directory entries, record offsets; prefetch the records: for this
+            // sub-batch (if not done yet) and the next one, so that the next sub-batch's
+            // record fetches are in flight while this one is ranked and resolved.
+            let want = (end + b).min(n);
+            while ahead < want {
+                let s_end = (ahead + b).min(n);
+                let s_vec_end = ahead + (s_end - ahead) / 16 * 16;
+                let mut i = ahead;
+                while i < s_vec_end {
+                    // SAFETY: `i + 16 <= s_vec_end <= n <= keys.len()`, so the unaligned
+                    // 64-byte load reads 16 in-bounds keys.
+                    let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
+                    let q = _mm512_srli_epi32::<14>(k);
+                    // SAFETY: every lane is `key >> 14 < 2^18 = QUARTERS`, an in-bounds
+                    // index of the directory (4-byte elements, scale 4). The words are
+                    // `AtomicU32`s that the writer may store concurrently: each aligned lane
+                    // is read in one access, and any value read is only used if the reader's
+                    // sequence check later finds no write window (as for the portable path's
+                    // atomic loads).
+                    let e = unsafe { _mm512_i32gather_epi32::<4>(q, dir_base) };
+                    let is_rec = _mm512_srai_epi32::<31>(e);
+                    // The record offset and its NARROW bit (0 for a single-run quarter).
+                    let r = _mm512_and_si512(
+                        _mm512_and_si512(e, is_rec),
+                        _mm512_set1_epi32((REC_MASK | NARROW) as i32),
+                    );
+                    // SAFETY: `i + 16 <= 256`: both stores are in bounds of the local
+                    // arrays.
+                    unsafe {
+                        _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
+                        _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
+                    }
+                    for &r in &rec[i..i + 16] {
+                        prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
+                    }
+                    i += 16;
+                }
+                for j in s_vec_end..s_end {
+                    dir[j] = c.stage_dir(keys[j]);
+                }
+                ahead = s_end;
+            }
             let vec_end = start + (end - start) / 16 * 16;
-            // (1) directory entries, record offsets; prefetch the records.
-            let mut i = start;
-            while i < vec_end {
-                // SAFETY: `i + 16 <= vec_end <= n <= keys.len()`, so the unaligned 64-byte
-                // load reads 16 in-bounds keys.
-                let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
-                let q = _mm512_srli_epi32::<14>(k);
-                // SAFETY: every lane is `key >> 14 < 2^18 = QUARTERS`, an in-bounds index
-                // of the directory (4-byte elements, scale 4). The words are `AtomicU32`s
-                // that the writer may store concurrently: each aligned lane is read in one
-                // access, and any value read is only used if the reader's sequence check
-                // later finds no write window (as for the portable path's atomic loads).
-                let e = unsafe { _mm512_i32gather_epi32::<4>(q, dir_base) };
-                let is_rec = _mm512_srai_epi32::<31>(e);
-                let r = _mm512_and_si512(
-                    _mm512_and_si512(e, is_rec),
-                    _mm512_set1_epi32(REC_MASK as i32),
-                );
-                // SAFETY: `i + 16 <= 256`: both stores are in bounds of the local arrays.
-                unsafe {
-                    _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
-                    _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
-                }
-                for &r in &rec[i..i + 16] {
-                    prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
-                }
-                i += 16;
-            }
-            for j in vec_end..end {
-                dir[j] = c.stage_dir(keys[j]);
-            }
             // (2) rank: bitmap << (63 - s), popcount; prefetch the values.
             let mut i = start;
             while i < vec_end {
                 // SAFETY: in bounds as in stage (1).
                 let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
                 // SAFETY: `i + 16 <= 256`.
-                let r = unsafe { _mm512_loadu_si512(rec.as_ptr().add(i).cast()) };
+                let rn = unsafe { _mm512_loadu_si512(rec.as_ptr().add(i).cast()) };
+                let r = _mm512_and_si512(rn, _mm512_set1_epi32(REC_MASK as i32));
+                // All ones in the lanes of narrow (3-byte) records.
+                let narrow = _mm512_srai_epi32::<31>(_mm512_slli_epi32::<1>(rn));
                 let sh = _mm512_andnot_si512(_mm512_srli_epi32::<8>(k), _mm512_set1_epi32(63));
                 let r_lo = _mm512_castsi512_si256(r);
                 let r_hi = _mm512_extracti64x4_epi64::<1>(r);
@@ -520,14 +749,20 @@ mod avx512 {
                     _mm512_castsi256_si512(_mm512_cvtepi64_epi32(rank_lo)),
                     _mm512_cvtepi64_epi32(rank_hi),
                 );
-                let idx = _mm512_and_si512(
-                    _mm512_add_epi32(_mm512_add_epi32(idx, r), _mm512_set1_epi32(1)),
-                    _mm512_set1_epi32((POOL_LEN - 1) as i32),
+                // The value's byte offset (`value_offset`): 4(r + 1 + rank), less `rank`
+                // for a narrow record; below 4·POOL_LEN − 4 since r <= REC_MASK and
+                // rank <= 64.
+                let off = _mm512_sub_epi32(
+                    _mm512_slli_epi32::<2>(_mm512_add_epi32(
+                        _mm512_add_epi32(idx, r),
+                        _mm512_set1_epi32(1),
+                    )),
+                    _mm512_and_si512(idx, narrow),
                 );
                 // SAFETY: `i + 16 <= vec_end <= out.len()`.
-                unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), idx) };
+                unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), off) };
                 for &x in &out[i..i + 16] {
-                    prefetch_read(&pool[x as usize & (POOL_LEN - 1)]);
+                    prefetch_read(&pool[(x as usize >> 2) & (POOL_LEN - 1)]);
                 }
                 i += 16;
             }
@@ -545,10 +780,23 @@ mod avx512 {
                         _mm512_loadu_si512(dir.as_ptr().add(i).cast()),
                     )
                 };
-                // SAFETY: indices are masked to `POOL_LEN - 1`; concurrent stores are
-                // handled by the sequence check as in stage (1).
-                let pooled = unsafe { _mm512_i32gather_epi32::<4>(idx, pool_base) };
+                // SAFETY: every lane is a byte offset below `4·POOL_LEN − 4` (stage 2), so
+                // the 4 bytes read are in the pool; concurrent stores are handled by the
+                // sequence check as in stage (1).
+                let pooled = unsafe { _mm512_i32gather_epi32::<1>(idx, pool_base) };
                 let is_rec = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
+                // Narrow records: the value is the top 3 bytes; NARROW_NONE is no route.
+                let sh = _mm512_and_si512(_mm512_srli_epi32::<27>(e), _mm512_set1_epi32(8));
+                let pooled = _mm512_srlv_epi32(pooled, sh);
+                let narrow =
+                    _mm512_mask_test_epi32_mask(is_rec, e, _mm512_set1_epi32(NARROW as i32));
+                let none = _mm512_mask_cmpeq_epi32_mask(
+                    narrow,
+                    pooled,
+                    _mm512_set1_epi32(NARROW_NONE as i32),
+                );
+                let pooled =
+                    _mm512_mask_mov_epi32(pooled, none, _mm512_set1_epi32(NO_ROUTE as i32));
                 let x = _mm512_mask_blend_epi32(is_rec, e, pooled);
                 acc = _mm512_or_si512(acc, x);
                 let none = _mm512_cmpeq_epi32_mask(x, _mm512_set1_epi32(NO_ROUTE as i32));
@@ -596,6 +844,48 @@ mod tests {
         }
     }
 
+    /// A record is narrow (3-byte values) exactly when its values are next hops below
+    /// 2^24 − 1 or "no route"; both kinds read back every slot's value, and the narrow
+    /// record takes 3 bytes per run.
+    #[test]
+    fn narrow_records_hold_24_bit_values_only() {
+        let (c, mut a, _) = Compressed::new(false);
+        let cases: [(&[u32], bool); 5] = [
+            (&[0, NARROW_NONE - 1, NO_ROUTE, 7], true),
+            (&[1, NARROW_NONE, 2], false),
+            (&[1, 1 << 24, 2], false),
+            (&[NO_ROUTE, GROUP | 5], false),
+            (&[(1 << 26) - 1, 0], false),
+        ];
+        c.begin_write();
+        for (q, (values, narrow)) in cases.iter().enumerate() {
+            // Runs of 64 / values.len() slots (the last run takes the rest).
+            let mut slots = [0u32; 64];
+            for (s, x) in slots.iter_mut().enumerate() {
+                *x = values[(s * values.len() / 64).min(values.len() - 1)];
+            }
+            let before = a.live_words;
+            c.publish(&mut a, q, &slots).expect("room");
+            let e = c.dir[q].load(Ordering::Relaxed);
+            assert_eq!(e & REC, REC);
+            assert_eq!(e & NARROW != 0, *narrow, "{values:x?}");
+            let runs = values.len() as u32;
+            assert_eq!(
+                a.live_words - before,
+                u64::from(record_words(runs, *narrow))
+            );
+            assert_eq!(record_words(runs, true), 2 + (3 * runs).div_ceil(4));
+            for (s, &want) in slots.iter().enumerate() {
+                let key = ((q as u32) << 14) | ((s as u32) << 8) | 0x5a;
+                assert_eq!(c.value(key), want, "quarter {q} slot {s}");
+                let mut out = [0u32; 1];
+                c.values_staged_portable(&[key], &mut out, 1);
+                assert_eq!(out[0], if want == NO_ROUTE { MISS_OUT } else { want });
+            }
+        }
+        c.end_write();
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -613,13 +903,19 @@ mod tests {
                 let q = (next() % 4096) as usize * 64 + (next() % 64) as usize;
                 let mut slots = [0u32; 64];
                 let breaks = next() % 64;
+                // Half the quarters hold only 24-bit next hops and "no route" (narrow
+                // records, unless 0xff_ffff is drawn); the others any value.
+                let narrow = next() % 2 == 0;
                 let mut v = 0;
                 for (s, x) in slots.iter_mut().enumerate() {
                     if s == 0 || next() % 64 < breaks {
-                        v = match next() % 8 {
-                            0 => NO_ROUTE,
-                            1 => GROUP | (next() as u32 & 0xff_ffff),
-                            _ => next() as u32 & ((1 << 26) - 1),
+                        v = match (next() % 8, narrow) {
+                            (0, _) => NO_ROUTE,
+                            (1, false) => GROUP | (next() as u32 & 0xff_ffff),
+                            (1, true) => NARROW_NONE - 1 - (next() % 2) as u32,
+                            (2, true) if next() % 8 == 0 => NARROW_NONE,
+                            (_, true) => next() as u32 & 0xff_ffff,
+                            (_, false) => next() as u32 & ((1 << 26) - 1),
                         };
                     }
                     *x = v;
