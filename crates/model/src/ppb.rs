@@ -678,6 +678,18 @@ fn nnls<const N: usize>(rows: &[[f64; N]], ys: &[f64]) -> [f64; N] {
     }
 }
 
+/// Test fixture shared by this module's and the tuner's tests: an IPv4 and an IPv6 path
+/// over nodes batcher 0, ethernet-input 1, ip4 2, ip6 3, output 4 (direct entry when on).
+#[cfg(test)]
+pub(crate) fn ipv4_ipv6_paths() -> Vec<BatchedPath> {
+    let path = |name: &str, l3: usize| BatchedPath {
+        name: name.into(),
+        off: vec![0, 1, l3, 4],
+        on: vec![0, l3, 4],
+    };
+    vec![path("ipv4", 2), path("ipv6", 3)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -742,18 +754,7 @@ mod tests {
         // batcher 0, ethernet-input 1, ip4 2, ip6 3, output 4.
         let g = BatchedGraph {
             nodes: ["batcher", "eth", "ip4", "ip6", "out"].map(node).to_vec(),
-            paths: vec![
-                BatchedPath {
-                    name: "ipv4".into(),
-                    off: vec![0, 1, 2, 4],
-                    on: vec![0, 2, 4],
-                },
-                BatchedPath {
-                    name: "ipv6".into(),
-                    off: vec![0, 1, 3, 4],
-                    on: vec![0, 3, 4],
-                },
-            ],
+            paths: ipv4_ipv6_paths(),
             elephant_share: 0.05,
         };
         let alt = [0.5, 0.5];

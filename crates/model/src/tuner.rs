@@ -1140,7 +1140,7 @@ mod tests {
     /// A batched l3fwd-like graph: the batcher, a shared output node, and one node per
     /// path whose per-call cost the batcher can amortise.
     fn batched(batcher_on_extra: f64) -> BatchedGraph {
-        use crate::ppb::{BatchedPath, CallCost};
+        use crate::ppb::CallCost;
         let node = |name: &str, per_call: f64, off: f64, on: f64| CallCost {
             name: name.into(),
             per_call,
@@ -1156,18 +1156,7 @@ mod tests {
                 node("ip6", 9000.0, 120.0, 120.0),
                 node("output", 1500.0, 10.0, 10.0),
             ],
-            paths: vec![
-                BatchedPath {
-                    name: "ipv4".into(),
-                    off: vec![0, 1, 2, 4],
-                    on: vec![0, 2, 4],
-                },
-                BatchedPath {
-                    name: "ipv6".into(),
-                    off: vec![0, 1, 3, 4],
-                    on: vec![0, 3, 4],
-                },
-            ],
+            paths: crate::ppb::ipv4_ipv6_paths(),
             elephant_share: 0.05,
         }
     }
