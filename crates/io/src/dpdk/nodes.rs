@@ -336,6 +336,8 @@ fn fill_tx_burst(pool: &mut BufferPool, l: Layout, bis: &[u32], burst: &mut [usi
 ///
 /// # Safety
 /// `mb` is the header of an mbuf the caller owns, with a valid `next` chain.
+// SAFETY: an `unsafe fn` because the mbuf's ownership and chain are the caller's to
+// prove (its only caller holds an mbuf the driver just handed over).
 #[cold]
 #[inline(never)]
 unsafe fn cut_chain(mb: &mut sys::MbufHeader) {

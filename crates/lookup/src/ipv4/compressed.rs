@@ -194,11 +194,14 @@ trait RacyWord: Sized {
     ///
     /// # Safety
     /// `p` must be valid for reading `size_of::<Self>()` bytes.
+    // SAFETY: an `unsafe fn` because the pointer's validity is the caller's to prove
+    // (`racy_load` checks the range against the pool first).
     unsafe fn load(p: *const u8) -> Self;
 }
 
 #[cfg(target_arch = "x86_64")]
 impl RacyWord for u32 {
+    // SAFETY: the trait's contract (4 readable bytes at `p`) is the caller's.
     #[inline(always)]
     unsafe fn load(p: *const u8) -> u32 {
         let v: u32;
@@ -213,6 +216,7 @@ impl RacyWord for u32 {
 
 #[cfg(target_arch = "x86_64")]
 impl RacyWord for u64 {
+    // SAFETY: the trait's contract (8 readable bytes at `p`) is the caller's.
     #[inline(always)]
     unsafe fn load(p: *const u8) -> u64 {
         let v: u64;
