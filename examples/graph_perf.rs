@@ -13,6 +13,9 @@
 //! walk; cycles per packet per node = cycles per walk / node visits per walk. For
 //! dpdk-test the walk count comes from its source node's objs/sec over its 1 s window.
 
+mod perf_report;
+
+use perf_report::median;
 use pktvec::graph::clock;
 use pktvec::perf::{build, topologies};
 use serde::Serialize;
@@ -32,11 +35,6 @@ struct Row {
     dpdk_cycles_per_packet_per_node: Option<f64>,
     dpdk_in_node_cycles_per_call: Option<f64>,
     ratio_node_call: Option<f64>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Parses dpdk-test's graph_perf_autotest tables: per test case, the source's objs/sec
@@ -261,75 +259,33 @@ fn print_table(rows: &[Row], rounds: usize) {
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    use plotters::prelude::*;
-    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let max = rows
-        .iter()
-        .flat_map(|r| {
-            [
-                Some(r.pktvec_cycles_per_node_call),
-                r.dpdk_cycles_per_node_call,
-            ]
-        })
-        .flatten()
-        .fold(0.0f64, f64::max)
-        * 1.15;
-    let n = rows.len();
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Cycles per node call (lower is better)", ("sans-serif", 20))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0f64..n as f64, 0f64..max)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(2 * n + 1)
-        .x_label_formatter(&|x| {
-            // Label positions fall on multiples of 0.5: name the group at its centre.
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-6 {
-                rows.get(i).map_or(String::new(), |r| {
-                    r.topology.trim_end_matches("_1snk").replace("_1src", "")
-                })
-            } else {
-                String::new()
-            }
-        })
-        .x_label_style(("sans-serif", 10))
-        .y_desc("TSC cycles")
-        .draw()?;
-    let bars = |f: fn(&Row) -> Option<f64>, off: f64| {
-        rows.iter()
-            .enumerate()
-            .filter_map(move |(i, r)| f(r).map(|v| (i as f64 + off, v)))
-            .collect::<Vec<_>>()
-    };
-    let ours = bars(|r| Some(r.pktvec_cycles_per_node_call), 0.15);
-    let dpdk = bars(|r| r.dpdk_cycles_per_node_call, 0.5);
-    chart
-        .draw_series(
-            ours.iter()
-                .map(|&(x, v)| Rectangle::new([(x, 0.0), (x + 0.33, v)], BLUE.filled())),
-        )?
-        .label("pktvec")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BLUE.filled()));
-    if !dpdk.is_empty() {
-        chart
-            .draw_series(
-                dpdk.iter()
-                    .map(|&(x, v)| Rectangle::new([(x, 0.0), (x + 0.33, v)], RED.filled())),
-            )?
-            .label("DPDK rte_graph (dpdk-test, stats on)")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], RED.filled()));
+    perf_report::BarChart {
+        caption: "Cycles per node call (lower is better)".into(),
+        y_desc: "TSC cycles".into(),
+        size: (1100, 480),
+        groups: rows
+            .iter()
+            .map(|r| r.topology.trim_end_matches("_1snk").replace("_1src", ""))
+            .collect(),
+        series: vec![
+            perf_report::Series {
+                label: "pktvec".into(),
+                rgb: (0, 0, 255),
+                values: rows
+                    .iter()
+                    .map(|r| Some(r.pktvec_cycles_per_node_call))
+                    .collect(),
+            },
+            perf_report::Series {
+                label: "DPDK rte_graph (dpdk-test, stats on)".into(),
+                rgb: (255, 0, 0),
+                values: rows.iter().map(|r| r.dpdk_cycles_per_node_call).collect(),
+            },
+        ],
+        log_from: None,
+        value_labels: false,
+        headroom: 1.15,
+        legend_upper_right: false,
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    .write_svg(path)
 }

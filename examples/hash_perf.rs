@@ -29,6 +29,9 @@
 //! `lookup_bulk_sub` with sub-batch b (Algorithm 1). rte_hash: `rte_hash_lookup_bulk_data`
 //! in bursts of `--burst` over each half-vector, and `rte_hash_lookup_data` per key.
 
+mod perf_report;
+
+use perf_report::median;
 use pktvec::graph::clock;
 use pktvec::lookup::hash::{HashTable, MacTable};
 use pktvec::packet::wire::MacAddr;
@@ -114,11 +117,6 @@ fn human(n: usize) -> String {
     } else {
         n.to_string()
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 fn write_macs(path: &Path, macs: impl Iterator<Item = MacAddr>) -> std::io::Result<()> {
@@ -450,90 +448,27 @@ fn print_rows(rows: &[Row]) {
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    use plotters::prelude::*;
-    let root = SVGBackend::new(path, (960, 520)).into_drawing_area();
-    root.fill(&WHITE)?;
-    type Series = (&'static str, RGBColor, fn(&Row) -> Option<f64>);
-    let series: [Series; 5] = [
-        (
-            "pktvec lookup per key (no prefetch)",
-            RGBColor(140, 170, 230),
-            |r| Some(r.no_prefetch),
-        ),
-        (
-            "pktvec lookup_bulk (prefetch, b=256)",
-            RGBColor(20, 60, 200),
-            |r| Some(r.bulk),
-        ),
-        ("pktvec best sub-batch b", RGBColor(0, 150, 80), |r| {
-            Some(r.best)
-        }),
-        ("rte_hash_lookup_bulk_data", RGBColor(220, 40, 40), |r| {
-            r.dpdk_bulk
-        }),
-        (
-            "rte_hash_lookup_data per key",
-            RGBColor(240, 160, 140),
-            |r| r.dpdk_single,
-        ),
-    ];
-    let max = rows
-        .iter()
-        .flat_map(|r| series.iter().filter_map(move |s| (s.2)(r)))
-        .fold(0.0f64, f64::max)
-        * 3.0;
-    let min = 8.0;
-    let n = rows.len();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "MAC table, 2 lookups/packet, vectors of 256: TSC cycles per lookup (log scale, lower is better)",
-            ("sans-serif", 18),
-        )
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(55)
-        .build_cartesian_2d(0f64..n as f64, (min..max).log_scale())?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n * 2 + 1)
-        .x_label_formatter(&|x| {
-            let f = x - x.floor();
-            if (f - 0.5).abs() < 0.01 {
-                rows.get(x.floor() as usize)
-                    .map_or(String::new(), |r| format!("{} entries", human(r.entries)))
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("TSC cycles per lookup")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()?;
-    let w = 0.8 / series.len() as f64;
-    for (si, (label, color, f)) in series.iter().enumerate() {
-        let bars: Vec<(f64, f64)> = rows
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| f(r).map(|v| (i as f64 + 0.1 + si as f64 * w, v)))
-            .collect();
-        if bars.is_empty() {
-            continue;
-        }
-        let c = *color;
-        chart
-            .draw_series(
-                bars.iter()
-                    .map(|&(x, v)| Rectangle::new([(x, min), (x + w * 0.9, v)], c.filled())),
-            )?
-            .label(*label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    let series = |label: &str, rgb, f: fn(&Row) -> Option<f64>| perf_report::Series {
+        label: label.into(),
+        rgb,
+        values: rows.iter().map(f).collect(),
+    };
+    perf_report::BarChart {
+        caption: "MAC table, 2 lookups/packet, vectors of 256: TSC cycles per lookup (log scale, lower is better)".into(),
+        y_desc: "TSC cycles per lookup".into(),
+        size: (960, 520),
+        groups: rows.iter().map(|r| format!("{} entries", human(r.entries))).collect(),
+        series: vec![
+            series("pktvec lookup per key (no prefetch)", (140, 170, 230), |r| Some(r.no_prefetch)),
+            series("pktvec lookup_bulk (prefetch, b=256)", (20, 60, 200), |r| Some(r.bulk)),
+            series("pktvec best sub-batch b", (0, 150, 80), |r| Some(r.best)),
+            series("rte_hash_lookup_bulk_data", (220, 40, 40), |r| r.dpdk_bulk),
+            series("rte_hash_lookup_data per key", (240, 160, 140), |r| r.dpdk_single),
+        ],
+        log_from: Some(8.0),
+        value_labels: false,
+        headroom: 3.0,
+        legend_upper_right: false,
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    .write_svg(path)
 }

@@ -21,6 +21,9 @@
 //! TSC cycles (`pktvec::graph::clock`); each figure is the fastest of `--reps` passes over all keys (the same on the C side), and the
 //! table shows the median over `--rounds` rounds (pktvec then DPDK in each round).
 
+mod perf_report;
+
+use perf_report::median;
 use pktvec::graph::clock;
 use pktvec::lookup::ipv6::Lpm6;
 use pktvec::lookup::routes::{
@@ -61,11 +64,6 @@ struct Row {
     ratio_vector: Option<f64>,
     /// rte_lpm6_lookup_bulk_func cycles / pktvec lookup_bulk cycles.
     ratio_bulk: Option<f64>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Cycles per key of `f` over all keys: the fastest of `reps` passes (the machine is shared
@@ -405,95 +403,37 @@ fn print_table(rows: &[Row], rounds: usize) {
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    use plotters::prelude::*;
-    type Series = (&'static str, RGBColor, fn(&Row) -> Option<f64>);
-    let series: [Series; 6] = [
-        ("pktvec lookup", RGBColor(150, 180, 230), |r| Some(r.single)),
-        ("pktvec lookup_bulk", RGBColor(90, 130, 210), |r| {
-            Some(r.bulk)
-        }),
-        (
-            "pktvec vector-256, no prefetch",
-            RGBColor(40, 90, 190),
-            |r| Some(r.vector_nopf),
-        ),
-        ("pktvec vector-256 + prefetch", RGBColor(10, 40, 130), |r| {
-            Some(r.vector_pf)
-        }),
-        ("rte_lpm6_lookup", RGBColor(240, 150, 130), |r| {
-            r.dpdk_single
-        }),
-        (
-            "rte_lpm6_lookup_bulk_func (256)",
-            RGBColor(200, 40, 30),
-            |r| r.dpdk_bulk,
-        ),
-    ];
-    let root = SVGBackend::new(path, (1000, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let max = rows
-        .iter()
-        .flat_map(|r| series.iter().filter_map(move |s| (s.2)(r)))
-        .fold(0.0f64, f64::max)
-        * 1.35;
-    let n = rows.len();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "IPv6 LPM: TSC cycles per lookup (lower is better), same routes and keys",
-            ("sans-serif", 18),
-        )
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(55)
-        .build_cartesian_2d(0f64..n as f64, 0f64..max)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(2 * n + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-6 {
-                rows.get(i).map_or(String::new(), |r| {
-                    format!("{} ({} routes)", r.table, r.routes)
-                })
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("cycles / lookup")
-        .draw()?;
-    let w = 0.8 / series.len() as f64;
-    for (si, (label, color, f)) in series.iter().enumerate() {
-        let c = *color;
-        let bars: Vec<(f64, f64)> = rows
+    let series = |label: &str, rgb, f: fn(&Row) -> Option<f64>| perf_report::Series {
+        label: label.into(),
+        rgb,
+        values: rows.iter().map(f).collect(),
+    };
+    perf_report::BarChart {
+        caption: "IPv6 LPM: TSC cycles per lookup (lower is better), same routes and keys".into(),
+        y_desc: "cycles / lookup".into(),
+        size: (1000, 500),
+        groups: rows
             .iter()
-            .enumerate()
-            .filter_map(|(i, r)| f(r).map(|v| (i as f64 + 0.1 + si as f64 * w, v)))
-            .collect();
-        if bars.is_empty() {
-            continue;
-        }
-        chart
-            .draw_series(
-                bars.iter()
-                    .map(move |&(x, v)| Rectangle::new([(x, 0.0), (x + w * 0.9, v)], c.filled())),
-            )?
-            .label(*label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
-        chart.draw_series(bars.iter().map(|&(x, v)| {
-            Text::new(
-                format!("{v:.0}"),
-                (x, v + max * 0.01),
-                ("sans-serif", 10).into_font(),
-            )
-        }))?;
+            .map(|r| format!("{} ({} routes)", r.table, r.routes))
+            .collect(),
+        series: vec![
+            series("pktvec lookup", (150, 180, 230), |r| Some(r.single)),
+            series("pktvec lookup_bulk", (90, 130, 210), |r| Some(r.bulk)),
+            series("pktvec vector-256, no prefetch", (40, 90, 190), |r| {
+                Some(r.vector_nopf)
+            }),
+            series("pktvec vector-256 + prefetch", (10, 40, 130), |r| {
+                Some(r.vector_pf)
+            }),
+            series("rte_lpm6_lookup", (240, 150, 130), |r| r.dpdk_single),
+            series("rte_lpm6_lookup_bulk_func (256)", (200, 40, 30), |r| {
+                r.dpdk_bulk
+            }),
+        ],
+        log_from: None,
+        value_labels: true,
+        headroom: 1.35,
+        legend_upper_right: true,
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    .write_svg(path)
 }
