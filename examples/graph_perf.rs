@@ -15,7 +15,7 @@
 
 mod perf_report;
 
-use perf_report::median;
+use perf_report::{median, Series};
 use pktvec::graph::clock;
 use pktvec::perf::{build, topologies};
 use serde::Serialize;
@@ -268,19 +268,15 @@ fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
             .map(|r| r.topology.trim_end_matches("_1snk").replace("_1src", ""))
             .collect(),
         series: vec![
-            perf_report::Series {
-                label: "pktvec".into(),
-                rgb: (0, 0, 255),
-                values: rows
-                    .iter()
-                    .map(|r| Some(r.pktvec_cycles_per_node_call))
-                    .collect(),
-            },
-            perf_report::Series {
-                label: "DPDK rte_graph (dpdk-test, stats on)".into(),
-                rgb: (255, 0, 0),
-                values: rows.iter().map(|r| r.dpdk_cycles_per_node_call).collect(),
-            },
+            Series::of("pktvec", (0, 0, 255), rows, |r| {
+                Some(r.pktvec_cycles_per_node_call)
+            }),
+            Series::of(
+                "DPDK rte_graph (dpdk-test, stats on)",
+                (255, 0, 0),
+                rows,
+                |r| r.dpdk_cycles_per_node_call,
+            ),
         ],
         log_from: None,
         value_labels: false,

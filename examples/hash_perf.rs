@@ -31,7 +31,7 @@
 
 mod perf_report;
 
-use perf_report::median;
+use perf_report::{median, Series};
 use pktvec::graph::clock;
 use pktvec::lookup::hash::{HashTable, MacTable};
 use pktvec::packet::wire::MacAddr;
@@ -448,11 +448,7 @@ fn print_rows(rows: &[Row]) {
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let series = |label: &str, rgb, f: fn(&Row) -> Option<f64>| perf_report::Series {
-        label: label.into(),
-        rgb,
-        values: rows.iter().map(f).collect(),
-    };
+    let series = |label, rgb, f: fn(&Row) -> Option<f64>| Series::of(label, rgb, rows, f);
     perf_report::BarChart {
         caption: "MAC table, 2 lookups/packet, vectors of 256: TSC cycles per lookup (log scale, lower is better)".into(),
         y_desc: "TSC cycles per lookup".into(),

@@ -23,7 +23,7 @@
 
 mod perf_report;
 
-use perf_report::median;
+use perf_report::{median, Series};
 use pktvec::graph::clock;
 use pktvec::lookup::ipv6::Lpm6;
 use pktvec::lookup::routes::{
@@ -403,11 +403,7 @@ fn print_table(rows: &[Row], rounds: usize) {
 }
 
 fn plot(rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let series = |label: &str, rgb, f: fn(&Row) -> Option<f64>| perf_report::Series {
-        label: label.into(),
-        rgb,
-        values: rows.iter().map(f).collect(),
-    };
+    let series = |label, rgb, f: fn(&Row) -> Option<f64>| Series::of(label, rgb, rows, f);
     perf_report::BarChart {
         caption: "IPv6 LPM: TSC cycles per lookup (lower is better), same routes and keys".into(),
         y_desc: "cycles / lookup".into(),

@@ -42,6 +42,22 @@ pub struct Series {
     pub values: Vec<Option<f64>>,
 }
 
+impl Series {
+    /// The series `label` in colour `rgb` with the value `f(row)` for each row (group).
+    pub fn of<R>(
+        label: &str,
+        rgb: (u8, u8, u8),
+        rows: &[R],
+        f: impl Fn(&R) -> Option<f64>,
+    ) -> Self {
+        Series {
+            label: label.into(),
+            rgb,
+            values: rows.iter().map(f).collect(),
+        }
+    }
+}
+
 /// A grouped bar chart: one group per table (or topology), one bar per series in each.
 pub struct BarChart {
     /// Title above the plot.
