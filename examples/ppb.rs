@@ -62,6 +62,11 @@ struct Cli {
     /// IPv4/IPv6 vectors at ip4-input/ip6-input, doing ethernet-input's work itself).
     #[arg(long)]
     no_direct: bool,
+    /// Keep every vector at most `--batch` packets (by default, on uniform traffic with
+    /// nothing held, further whole bursts of the same path join the vector handed over,
+    /// up to the graph's vector size: `BatcherConfig::uniform_vectors`).
+    #[arg(long)]
+    no_uniform_vectors: bool,
     /// Also time the run in chunks of this many packets and report the median and the
     /// lowest chunk's cycles per packet (robust to other processes on a shared machine).
     #[arg(long, default_value_t = 250_000)]
@@ -70,7 +75,8 @@ struct Cli {
     #[arg(long)]
     json: bool,
     /// A/B mode: several configurations in one process, each `BATCH[/VECTOR]` (batch 0 =
-    /// batcher off; vector size default `--vector-size`), each its own graph over the same
+    /// batcher off; vector size default `--vector-size`; a batch ending in `x`, e.g.
+    /// `128x`: without uniform vectors, as `--no-uniform-vectors`), each its own graph over the same
     /// packets and tables. They take turns (rotating the order each round) running
     /// `--ab-chunk` packets, `-n` packets each in all; the first round is warm-up. Prints
     /// each one's median cycles per packet over its chunks and the median (and quartiles)
@@ -91,11 +97,13 @@ fn build(
     src: ReplaySource,
     batch: usize,
     vector_size: usize,
+    uniform_vectors: bool,
 ) -> Result<Graph, Box<dyn std::error::Error>> {
     let cfg = BatcherConfig {
         enabled: batch > 0,
         batch_size: batch.max(1),
         flush_deadline_us: cli.deadline_us,
+        uniform_vectors,
         ..BatcherConfig::default()
     };
     let mut b = GraphBuilder::new(GraphConfig {
@@ -126,16 +134,22 @@ fn quartiles(v: &mut [f64]) -> [f64; 3] {
 fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::error::Error>> {
     let mut cfgs = Vec::new();
     for c in &cli.ab {
-        let (b, v) = match c.split_once('/') {
-            Some((b, v)) => (b.parse::<usize>()?, v.parse::<usize>()?),
-            None => (c.parse::<usize>()?, cli.vector_size),
+        let (b, v) = c.split_once('/').unwrap_or((c, ""));
+        let (b, join) = match b.strip_suffix('x') {
+            Some(b) => (b, false),
+            None => (b, !cli.no_uniform_vectors),
         };
-        cfgs.push((c.clone(), b, v));
+        let v = if v.is_empty() {
+            cli.vector_size
+        } else {
+            v.parse()?
+        };
+        cfgs.push((c.clone(), b.parse::<usize>()?, v, join));
     }
     let mut graphs = Vec::new();
-    for (_, b, v) in &cfgs {
+    for (_, b, v, join) in &cfgs {
         let src = ReplaySource::new(packets.clone()).looping(true);
-        graphs.push(build(cli, app, src, *b, *v)?);
+        graphs.push(build(cli, app, src, *b, *v, *join)?);
     }
     let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
     let k = cfgs.len();
@@ -180,7 +194,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
             );
         }
         out.push(serde_json::json!({
-            "config": cfgs[i].0, "batch": cfgs[i].1, "vector_size": cfgs[i].2,
+            "config": cfgs[i].0, "batch": cfgs[i].1, "vector_size": cfgs[i].2, "uniform_vectors": cfgs[i].3,
             "cpu_cycles_per_packet": [m, lo, hi], "cpu_ratio": [rm, rlo, rhi],
             "tsc_cycles_per_packet": [tm, tlo, thi], "tsc_ratio": [trm, trlo, trhi],
             "cpu_chunks": cpu[i], "tsc_chunks": tsc[i],
@@ -224,7 +238,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let src = ReplaySource::new(packets)
         .looping(true)
         .with_limit(cli.packets);
-    let mut g = build(&cli, &app, src, cli.batch, cli.vector_size)?;
+    let mut g = build(
+        &cli,
+        &app,
+        src,
+        cli.batch,
+        cli.vector_size,
+        !cli.no_uniform_vectors,
+    )?;
     let (t0, c0) = (Instant::now(), clock::now());
     let mut last = Instant::now();
     let mut done = 0u64;
@@ -267,7 +288,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{}",
             serde_json::json!({
-                "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch,
+                "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch, "uniform_vectors": !cli.no_uniform_vectors,
                 "vector_size": cli.vector_size, "direct": !cli.no_direct, "packets": done, "seconds": secs,
                 "cycles_per_packet": cpp, "chunk_cycles_median": chunk_median,
                 "chunk_cycles_min": chunk_min, "mpps": done as f64 / secs / 1e6,
