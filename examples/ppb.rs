@@ -85,6 +85,17 @@ struct Cli {
     /// steadier than runs in separate processes.
     #[arg(long, value_delimiter = ',')]
     ab: Vec<String>,
+    /// Data room of the pool's buffers, bytes (with the 128-byte headroom: a stride of
+    /// 2176 bytes, 34 cache lines, by default; an odd number of lines, e.g. 2112, spreads
+    /// the buffers' first data lines over all L1d sets instead of half of them).
+    #[arg(long, default_value_t = 2048)]
+    data_room: u16,
+    /// `--ab` over one graph: the configurations (all of one vector size) take turns on
+    /// the same graph, switched between chunks with `Batcher::set_batching` and
+    /// `set_uniform_vectors` (same pool, tables and memory for all, so no configuration
+    /// gains or loses by where its own graph landed in memory).
+    #[arg(long)]
+    ab_one_graph: bool,
     /// Packets per turn in `--ab` mode.
     #[arg(long, default_value_t = 100_000)]
     ab_chunk: u64,
@@ -119,6 +130,7 @@ fn build(
     b.add(&nodes.output_to_tx.to, NullSink);
     Ok(b.build(BufferPool::new(PoolConfig {
         buffers: 16384,
+        data_room: cli.data_room,
         ..PoolConfig::default()
     })?)?)
 }
@@ -146,13 +158,30 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
         };
         cfgs.push((c.clone(), b.parse::<usize>()?, v, join));
     }
-    let mut graphs = Vec::new();
-    for (_, b, v, join) in &cfgs {
-        let src = ReplaySource::new(packets.clone()).looping(true);
-        graphs.push(build(cli, app, src, *b, *v, *join)?);
-    }
-    let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
+    // Built in a rotated order (by process id): where a graph's pool and tables land in
+    // memory biases its timing by a few percent (identical configurations differ by up to
+    // 8% in one process), so over several runs every configuration takes every place; or
+    // one graph for all (`--ab-one-graph`).
     let k = cfgs.len();
+    let first = std::process::id() as usize % k;
+    let one = cli.ab_one_graph;
+    if one && cfgs.iter().any(|c| c.2 != cfgs[0].2) {
+        return Err("--ab-one-graph: all configurations need one vector size".into());
+    }
+    let mut built: Vec<Option<Graph>> = (0..k).map(|_| None).collect();
+    for j in 0..if one { 1 } else { k } {
+        let i = (first + j) % k;
+        let (_, b, v, join) = &cfgs[i];
+        let b = if one {
+            cfgs.iter().map(|c| c.1).max().unwrap_or(0).max(1)
+        } else {
+            *b
+        };
+        let src = ReplaySource::new(packets.clone()).looping(true);
+        built[i] = Some(build(cli, app, src, b, *v, *join)?);
+    }
+    let mut graphs: Vec<Graph> = built.into_iter().flatten().collect();
+    let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
     let hz = clock::tsc_hz();
     // The thread's CPU time: time on the CPU, not time descheduled on a shared machine.
     let cpu_t0 = cpu_time::ThreadTime::now();
@@ -164,7 +193,14 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
     for r in 0..rounds {
         for j in 0..k {
             let i = (r + j) % k;
-            let g = &mut graphs[i];
+            let g = &mut graphs[if one { 0 } else { i }];
+            if one {
+                let bt = g
+                    .node_mut::<Batcher<ReplaySource>>("batcher")
+                    .expect("batcher node");
+                bt.set_batching(cfgs[i].1 > 0, cfgs[i].1.max(1));
+                bt.set_uniform_vectors(cfgs[i].3);
+            }
             let (t0, c0, mut done) = (cpu_ns(), clock::now(), 0u64);
             while done < cli.ab_chunk {
                 done += g.run_once();
@@ -182,7 +218,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
     for i in 0..k {
         let ([m, lo, hi], [rm, rlo, rhi]) = stats(&cpu, i);
         let ([tm, tlo, thi], [trm, trlo, trhi]) = stats(&tsc, i);
-        let c = graphs[i].conservation();
+        let c = graphs[if one { 0 } else { i }].conservation();
         if !c.is_balanced() {
             return Err("packets were lost".into());
         }
@@ -205,7 +241,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
             "{}",
             serde_json::json!({
                 "traffic": format!("{:?}", cli.traffic).to_lowercase(), "direct": !cli.no_direct,
-                "chunk": cli.ab_chunk, "rounds": rounds, "ab": out,
+                "chunk": cli.ab_chunk, "rounds": rounds, "built_first": first, "one_graph": one, "ab": out,
             })
         );
     }

@@ -452,6 +452,19 @@ impl<S: BurstSource> Batcher<S> {
         b
     }
 
+    /// Switches [`BatcherConfig::uniform_vectors`] while running (takes effect at the next
+    /// call; nothing held changes).
+    ///
+    /// ```
+    /// use pktvec_batcher::{Batcher, BatcherConfig, ReplaySource};
+    /// let mut b = Batcher::new(ReplaySource::new(vec![vec![0u8; 60]]), BatcherConfig::default());
+    /// b.set_uniform_vectors(false);
+    /// assert!(!b.config().uniform_vectors);
+    /// ```
+    pub fn set_uniform_vectors(&mut self, on: bool) {
+        self.cfg.uniform_vectors = on;
+    }
+
     /// The configuration in force (after [`set_batching`](Self::set_batching)).
     pub fn config(&self) -> &BatcherConfig {
         &self.cfg
