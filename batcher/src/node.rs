@@ -373,6 +373,8 @@ pub struct Batcher<S: BurstSource> {
     cls: Vec<u16>,
     /// The burst in `cls` is of one class.
     uniform: bool,
+    /// The last call handed a uniform burst over as its vector.
+    streak: bool,
     /// Packets per class of the burst being queued (zero between bursts).
     class_counts: Box<[u32; CLASSES]>,
     drops: Vec<u32>,
@@ -412,6 +414,7 @@ impl<S: BurstSource> Batcher<S> {
             scratch: Vec::with_capacity(4096),
             cls: Vec::with_capacity(4096),
             uniform: false,
+            streak: false,
             class_counts: Box::new([0; CLASSES]),
             drops: Vec::with_capacity(4096),
             parsed: Box::default(),
@@ -809,8 +812,18 @@ impl<S: BurstSource> Node for Batcher<S> {
         let direct =
             cx.next_node_id(BatcherNext::Ip4) != out && cx.next_node_id(BatcherNext::Ip6) != out;
         // Bursts of one batch: the packets held (and their cache lines) stay near one
-        // batch per path instead of a whole vector.
-        let burst = v.min(self.cfg.batch_size);
+        // batch per path instead of a whole vector. But after a call that handed over a
+        // uniform vector, with nothing held, the first burst is a whole vector
+        // (`uniform_vectors`): uniform traffic then takes one receive and one
+        // classification pass per vector; if it is mixed after all, it is queued as usual
+        // (the queues are empty and a ring holds at least `cap`).
+        let batch = v.min(self.cfg.batch_size);
+        let mut burst =
+            if self.cfg.uniform_vectors && self.streak && self.queues.held == 0 && v <= cap {
+                v
+            } else {
+                batch
+            };
         // Receive until a queue can send (a whole batch, a deadline, a full queue) or the
         // source runs dry; only while no queue is over capacity and no reassignment is
         // draining the queues (per-flow order), so a queue never holds more than capacity
@@ -830,11 +843,12 @@ impl<S: BurstSource> Node for Batcher<S> {
                 break;
             }
             let n = self.rx_classify(cx.pool_mut(), burst, direct, distance);
+            burst = batch;
             if n == 0 {
                 idle = true;
                 continue;
             }
-            handed = self.hand_over(n, burst, None);
+            handed = self.hand_over(n, batch, None);
             if handed.is_none() {
                 self.enqueue_burst(n, now);
             }
@@ -890,13 +904,13 @@ impl<S: BurstSource> Node for Batcher<S> {
             while self.cfg.uniform_vectors
                 && self.queues.held == 0
                 && self.queues.pending_map.is_none()
-                && frame.len() + burst <= v
+                && frame.len() + batch <= v
             {
-                let n = self.rx_classify(cx.pool_mut(), burst, direct, distance);
+                let n = self.rx_classify(cx.pool_mut(), batch, direct, distance);
                 if n == 0 {
                     break;
                 }
-                let joined = self.hand_over(n, burst, Some(class)).is_some();
+                let joined = self.hand_over(n, batch, Some(class)).is_some();
                 if joined {
                     frame.extend_from_slice(&self.scratch);
                 } else {
@@ -920,6 +934,7 @@ impl<S: BurstSource> Node for Batcher<S> {
                 self.set_weights();
             }
         }
+        self.streak = handed.is_some();
         cx.enqueue_all(frame, next);
     }
 }
