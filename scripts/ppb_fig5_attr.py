@@ -72,7 +72,8 @@ def main():
         on = per_packet(a, a.batch, 256, tmp)
     for name, get in (('I1', lambda c: c['I1mr']), ('D1', lambda c: c['D1mr'] + c['D1mw'])):
         t_off, t_on = sum(get(c) for c in off.values()), sum(get(c) for c in on.values())
-        print(f'{name} misses per packet: off {t_off:.3f}, on {t_on:.3f} ({(t_on / t_off - 1) * 100:+.1f}%)')
+        rel = f' ({(t_on / t_off - 1) * 100:+.1f}%)' if t_off > 0 else ''
+        print(f'{name} misses per packet: off {t_off:.3f}, on {t_on:.3f}{rel}')
         for k in sorted(set(off) | set(on), key=lambda k: -abs(get(on[k]) - get(off[k]))):
             print(f'  {get(off[k]):7.3f} {get(on[k]):7.3f} {get(on[k]) - get(off[k]):+7.3f}  {k}')
 
