@@ -62,6 +62,11 @@ struct Cli {
     /// IPv4/IPv6 vectors at ip4-input/ip6-input, doing ethernet-input's work itself).
     #[arg(long)]
     no_direct: bool,
+    /// Keep every vector at most `--batch` packets (by default, on uniform traffic with
+    /// nothing held, further whole bursts of the same path join the vector handed over,
+    /// up to the graph's vector size: `BatcherConfig::uniform_vectors`).
+    #[arg(long)]
+    no_uniform_vectors: bool,
     /// Also time the run in chunks of this many packets and report the median and the
     /// lowest chunk's cycles per packet (robust to other processes on a shared machine).
     #[arg(long, default_value_t = 250_000)]
@@ -70,7 +75,8 @@ struct Cli {
     #[arg(long)]
     json: bool,
     /// A/B mode: several configurations in one process, each `BATCH[/VECTOR]` (batch 0 =
-    /// batcher off; vector size default `--vector-size`), each its own graph over the same
+    /// batcher off; vector size default `--vector-size`; a batch ending in `x`, e.g.
+    /// `128x`: without uniform vectors, as `--no-uniform-vectors`), each its own graph over the same
     /// packets and tables. They take turns (rotating the order each round) running
     /// `--ab-chunk` packets, `-n` packets each in all; the first round is warm-up. Prints
     /// each one's median cycles per packet over its chunks and the median (and quartiles)
@@ -79,6 +85,17 @@ struct Cli {
     /// steadier than runs in separate processes.
     #[arg(long, value_delimiter = ',')]
     ab: Vec<String>,
+    /// Data room of the pool's buffers, bytes (with the 128-byte headroom: a stride of
+    /// 2176 bytes, 34 cache lines, by default; an odd number of lines, e.g. 2112, spreads
+    /// the buffers' first data lines over all L1d sets instead of half of them).
+    #[arg(long, default_value_t = 2048)]
+    data_room: u16,
+    /// `--ab` over one graph: the configurations (all of one vector size) take turns on
+    /// the same graph, switched between chunks with `Batcher::set_batching` and
+    /// `set_uniform_vectors` (same pool, tables and memory for all, so no configuration
+    /// gains or loses by where its own graph landed in memory).
+    #[arg(long)]
+    ab_one_graph: bool,
     /// Packets per turn in `--ab` mode.
     #[arg(long, default_value_t = 100_000)]
     ab_chunk: u64,
@@ -91,11 +108,13 @@ fn build(
     src: ReplaySource,
     batch: usize,
     vector_size: usize,
+    uniform_vectors: bool,
 ) -> Result<Graph, Box<dyn std::error::Error>> {
     let cfg = BatcherConfig {
         enabled: batch > 0,
         batch_size: batch.max(1),
         flush_deadline_us: cli.deadline_us,
+        uniform_vectors,
         ..BatcherConfig::default()
     };
     let mut b = GraphBuilder::new(GraphConfig {
@@ -111,6 +130,7 @@ fn build(
     b.add(&nodes.output_to_tx.to, NullSink);
     Ok(b.build(BufferPool::new(PoolConfig {
         buffers: 16384,
+        data_room: cli.data_room,
         ..PoolConfig::default()
     })?)?)
 }
@@ -126,19 +146,42 @@ fn quartiles(v: &mut [f64]) -> [f64; 3] {
 fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::error::Error>> {
     let mut cfgs = Vec::new();
     for c in &cli.ab {
-        let (b, v) = match c.split_once('/') {
-            Some((b, v)) => (b.parse::<usize>()?, v.parse::<usize>()?),
-            None => (c.parse::<usize>()?, cli.vector_size),
+        let (b, v) = c.split_once('/').unwrap_or((c, ""));
+        let (b, join) = match b.strip_suffix('x') {
+            Some(b) => (b, false),
+            None => (b, !cli.no_uniform_vectors),
         };
-        cfgs.push((c.clone(), b, v));
+        let v = if v.is_empty() {
+            cli.vector_size
+        } else {
+            v.parse()?
+        };
+        cfgs.push((c.clone(), b.parse::<usize>()?, v, join));
     }
-    let mut graphs = Vec::new();
-    for (_, b, v) in &cfgs {
-        let src = ReplaySource::new(packets.clone()).looping(true);
-        graphs.push(build(cli, app, src, *b, *v)?);
-    }
-    let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
+    // Built in a rotated order (by process id): where a graph's pool and tables land in
+    // memory biases its timing by a few percent (identical configurations differ by up to
+    // 8% in one process), so over several runs every configuration takes every place; or
+    // one graph for all (`--ab-one-graph`).
     let k = cfgs.len();
+    let first = std::process::id() as usize % k;
+    let one = cli.ab_one_graph;
+    if one && cfgs.iter().any(|c| c.2 != cfgs[0].2) {
+        return Err("--ab-one-graph: all configurations need one vector size".into());
+    }
+    let mut built: Vec<Option<Graph>> = (0..k).map(|_| None).collect();
+    for j in 0..if one { 1 } else { k } {
+        let i = (first + j) % k;
+        let (_, b, v, join) = &cfgs[i];
+        let b = if one {
+            cfgs.iter().map(|c| c.1).max().unwrap_or(0).max(1)
+        } else {
+            *b
+        };
+        let src = ReplaySource::new(packets.clone()).looping(true);
+        built[i] = Some(build(cli, app, src, b, *v, *join)?);
+    }
+    let mut graphs: Vec<Graph> = built.into_iter().flatten().collect();
+    let rounds = (cli.packets / cli.ab_chunk.max(1)).max(2) as usize;
     let hz = clock::tsc_hz();
     // The thread's CPU time: time on the CPU, not time descheduled on a shared machine.
     let cpu_t0 = cpu_time::ThreadTime::now();
@@ -150,7 +193,14 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
     for r in 0..rounds {
         for j in 0..k {
             let i = (r + j) % k;
-            let g = &mut graphs[i];
+            let g = &mut graphs[if one { 0 } else { i }];
+            if one {
+                let bt = g
+                    .node_mut::<Batcher<ReplaySource>>("batcher")
+                    .expect("batcher node");
+                bt.set_batching(cfgs[i].1 > 0, cfgs[i].1.max(1));
+                bt.set_uniform_vectors(cfgs[i].3);
+            }
             let (t0, c0, mut done) = (cpu_ns(), clock::now(), 0u64);
             while done < cli.ab_chunk {
                 done += g.run_once();
@@ -168,7 +218,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
     for i in 0..k {
         let ([m, lo, hi], [rm, rlo, rhi]) = stats(&cpu, i);
         let ([tm, tlo, thi], [trm, trlo, trhi]) = stats(&tsc, i);
-        let c = graphs[i].conservation();
+        let c = graphs[if one { 0 } else { i }].conservation();
         if !c.is_balanced() {
             return Err("packets were lost".into());
         }
@@ -180,7 +230,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
             );
         }
         out.push(serde_json::json!({
-            "config": cfgs[i].0, "batch": cfgs[i].1, "vector_size": cfgs[i].2,
+            "config": cfgs[i].0, "batch": cfgs[i].1, "vector_size": cfgs[i].2, "uniform_vectors": cfgs[i].3,
             "cpu_cycles_per_packet": [m, lo, hi], "cpu_ratio": [rm, rlo, rhi],
             "tsc_cycles_per_packet": [tm, tlo, thi], "tsc_ratio": [trm, trlo, trhi],
             "cpu_chunks": cpu[i], "tsc_chunks": tsc[i],
@@ -191,7 +241,7 @@ fn ab(cli: &Cli, app: &L3fwd, packets: Vec<Vec<u8>>) -> Result<(), Box<dyn std::
             "{}",
             serde_json::json!({
                 "traffic": format!("{:?}", cli.traffic).to_lowercase(), "direct": !cli.no_direct,
-                "chunk": cli.ab_chunk, "rounds": rounds, "ab": out,
+                "chunk": cli.ab_chunk, "rounds": rounds, "built_first": first, "one_graph": one, "ab": out,
             })
         );
     }
@@ -224,7 +274,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let src = ReplaySource::new(packets)
         .looping(true)
         .with_limit(cli.packets);
-    let mut g = build(&cli, &app, src, cli.batch, cli.vector_size)?;
+    let mut g = build(
+        &cli,
+        &app,
+        src,
+        cli.batch,
+        cli.vector_size,
+        !cli.no_uniform_vectors,
+    )?;
     let (t0, c0) = (Instant::now(), clock::now());
     let mut last = Instant::now();
     let mut done = 0u64;
@@ -267,7 +324,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{}",
             serde_json::json!({
-                "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch,
+                "traffic": format!("{:?}", cli.traffic).to_lowercase(), "batch": cli.batch, "uniform_vectors": !cli.no_uniform_vectors,
                 "vector_size": cli.vector_size, "direct": !cli.no_direct, "packets": done, "seconds": secs,
                 "cycles_per_packet": cpp, "chunk_cycles_median": chunk_median,
                 "chunk_cycles_min": chunk_min, "mpps": done as f64 / secs / 1e6,

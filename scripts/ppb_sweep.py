@@ -65,6 +65,11 @@ def main():
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('-n', type=int, default=4_000_000)
     ap.add_argument('--base-target', help='--only ab: an older build to alternate with')
+    ap.add_argument('--configs', default='0,0/128,128,256',
+                    help='--only ab: the configurations (ppb --ab; the first is the reference)')
+    ap.add_argument('--traffics', default='single,alternating,realistic', help='--only ab: traffics')
+    ap.add_argument('--key', default='ab', help='--only ab: the key of batcher.json to write')
+    ap.add_argument('--one-graph', action='store_true', help='--only ab: ppb --ab-one-graph')
     ap.add_argument('--only', choices=['cachegrind', 'native', 'focus', 'ab'],
                     help='run one half and merge it into the existing --json file')
     ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
@@ -75,15 +80,19 @@ def main():
         res.update(json.load(open(a.json)))
     # Cache misses: the difference between 150k and 50k packets, per packet (setup cancels).
     if a.only == 'ab':
-        cfgs = '0,0/128,128,256'
+        # The base build is timed with the same configurations, less those ending in x.
+        cfgs = a.configs
+        traffics = a.traffics.split(',')
         builds = {'new': a.target}
         if a.base_target:
             builds['base'] = a.base_target
-        ab = {b: {t: [] for t in ('single', 'alternating', 'realistic')} for b in builds}
+        ab = {b: {t: [] for t in traffics} for b in builds}
         for rep in range(a.reps):
-            for t in ('single', 'alternating', 'realistic'):
+            for t in traffics:
                 for b, target in builds.items():
-                    j = ppb(target, ['--traffic', t, '-n', str(a.n), '--ab', cfgs])
+                    # Builds before `uniform_vectors` know no `x` suffix.
+                    c = cfgs if b == 'new' else ','.join(x for x in cfgs.split(',') if 'x' not in x)
+                    j = ppb(target, ['--traffic', t, '-n', str(a.n), '--ab', c] + (['--ab-one-graph'] if a.one_graph else []))
                     ab[b][t].append({c['config']: {'cpu': c['cpu_cycles_per_packet'], 'ratio': c['cpu_ratio'],
                                                    'tsc_ratio': c['tsc_ratio']} for c in j['ab']})
                     print(rep, t, b, ' '.join(f"{k}:{v['ratio'][0]:.4f}" for k, v in ab[b][t][-1].items()), flush=True)
@@ -91,10 +100,12 @@ def main():
         for b in builds:
             for t in ab[b]:
                 for c in cfgs.split(','):
+                    if c not in ab[b][t][0]:
+                        continue  # a configuration the base build does not know
                     r = [run[c]['ratio'][0] for run in ab[b][t]]
                     summary[f'{b} {t} {c}'] = [statistics.median(r), min(r), max(r)]
                     print(f'{b:5} {t:12} {c:6} on/off median {statistics.median(r):.4f} (runs {min(r):.4f}-{max(r):.4f})')
-        res['ab'] = {'configs': cfgs, 'n': a.n, 'runs': ab, 'summary': summary}
+        res[a.key] = {'configs': cfgs, 'n': a.n, 'one_graph': a.one_graph, 'runs': ab, 'summary': summary}
         json.dump(res, open(a.json, 'w'), indent=1)
         return
     if a.only == 'focus':

@@ -23,6 +23,7 @@
 //! ```
 
 use crate::parser::{Parsed, ProtocolGraph};
+use crate::queues::MAX_PATHS;
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -295,6 +296,9 @@ pub enum FastL3 {
 pub struct FastPath {
     ip4: Box<[u16; 256]>,
     ip6: Box<[u16; 256]>,
+    /// `ip4` then `ip6`, with the path ids limited to the batcher's [`MAX_PATHS`], for
+    /// [`ip_tables`](Self::ip_tables).
+    ip_paths: Box<[u16; 512]>,
     arp: u16,
     /// `None`: the table reads `ethernet.ethertype`, so other EtherTypes need the parser.
     other: Option<u16>,
@@ -303,8 +307,8 @@ pub struct FastPath {
     l3_arp: u16,
 }
 
-const ET_IP4: u16 = 0x0800;
-const ET_IP6: u16 = 0x86dd;
+pub(crate) const ET_IP4: u16 = 0x0800;
+pub(crate) const ET_IP6: u16 = 0x86dd;
 const ET_ARP: u16 = 0x0806;
 
 impl FastPath {
@@ -383,7 +387,12 @@ impl FastPath {
             }
             Some(path)
         };
+        let mut ip_paths = Box::new([0u16; 512]);
+        for (o, &p) in ip_paths.iter_mut().zip(ip4.iter().chain(ip6.iter())) {
+            *o = p.min(MAX_PATHS as u16 - 1);
+        }
         Some(FastPath {
+            ip_paths,
             ip4,
             ip6,
             arp,
@@ -392,6 +401,17 @@ impl FastPath {
             l3_ip6,
             l3_arp,
         })
+    }
+
+    /// The path ids of untagged IPv4 frames with a 20-byte header by protocol
+    /// (`[proto]`) and of IPv6 frames by next header (`[256 + next_header]`), limited to
+    /// the batcher's [`MAX_PATHS`], for the batcher's burst loop, which classifies those
+    /// frames in place and leaves the rest to [`classify`](Self::classify) and the generic
+    /// parser. `None` unless the generic parser records their L3 header at offset 14 (the
+    /// loop writes that).
+    #[inline]
+    pub(crate) fn ip_paths(&self) -> Option<&[u16; 512]> {
+        (self.l3_ip4 == 14 && self.l3_ip6 == 14).then_some(&*self.ip_paths)
     }
 
     /// Classifies an Ethernet frame, or `None` if the generic parser must.

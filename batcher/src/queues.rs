@@ -46,6 +46,12 @@ pub struct BatcherConfig {
     /// Weighted round robin: `[path, weight]` pairs (default weight 1): the queue of a path
     /// may send this many vectors in a row.
     pub weights: Vec<(u16, u32)>,
+    /// On uniform traffic (nothing held, every burst a whole batch of one path and next
+    /// node), let further bursts of the same path join the vector handed over, up to the
+    /// graph's vector size: single-path traffic then runs in vectors of the graph's size
+    /// instead of `batch_size` (the mean fill of such vectors exceeds 1). Off: every
+    /// vector holds at most `batch_size` packets.
+    pub uniform_vectors: bool,
 }
 
 impl Default for BatcherConfig {
@@ -60,6 +66,7 @@ impl Default for BatcherConfig {
             elephant_share: 0.05,
             epoch_packets: 1 << 16,
             weights: Vec::new(),
+            uniform_vectors: true,
         }
     }
 }
@@ -73,7 +80,8 @@ pub struct QueueStats {
     pub packets: u64,
     /// Vectors sent on.
     pub vectors: u64,
-    /// Mean vector fill: packets / vectors / batch size.
+    /// Mean vector fill: packets / vectors / batch size (above 1 when uniform bursts
+    /// joined into vectors larger than a batch, [`BatcherConfig::uniform_vectors`]).
     pub mean_fill: f64,
     /// Packets held now.
     pub held: usize,
@@ -81,9 +89,9 @@ pub struct QueueStats {
     pub deadline_flushes: u64,
     /// Vectors sent early because the queue was full.
     pub full_flushes: u64,
-    /// Vectors (of those counted in `vectors`) that left as the burst they arrived in,
-    /// without entering the queue: a whole batch of one path and one arc whose queue was
-    /// empty.
+    /// Vectors (of those counted in `vectors`) that left as the burst(s) they arrived in,
+    /// without entering the queue: whole batches of one path and one arc whose queue was
+    /// empty (several in one vector with [`BatcherConfig::uniform_vectors`]).
     pub passed_through: u64,
 }
 

@@ -441,12 +441,14 @@ fn traffic(seed: u64, flows: usize, packets: usize) -> (Vec<Vec<u8>>, L3fwd) {
     (out, app)
 }
 
-fn run_l3fwd(
+/// l3fwd behind a batcher over `packets` (`direct`: IPv4/IPv6 vectors start after
+/// `ethernet-input`), its transmit side recorded; returns the graph and the recorder's name.
+fn l3fwd_graph(
     packets: &[Vec<u8>],
     app: &L3fwd,
     cfg: BatcherConfig,
     direct: bool,
-) -> (Vec<(u16, Vec<u8>)>, pktvec_graph::Graph) {
+) -> (pktvec_graph::Graph, String) {
     let mut b = GraphBuilder::new(GraphConfig::default());
     b.add(
         "batcher",
@@ -459,21 +461,62 @@ fn run_l3fwd(
             .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
     }
     b.add(&nodes.output_to_tx.to, Record::default());
-    let mut g = b
-        .build(
-            BufferPool::new(PoolConfig {
-                buffers: 8192,
-                ..PoolConfig::default()
-            })
-            .unwrap(),
-        )
-        .unwrap();
-    g.run_until_idle();
+    let pool = BufferPool::new(PoolConfig {
+        buffers: 8192,
+        ..PoolConfig::default()
+    });
+    (b.build(pool.unwrap()).unwrap(), nodes.output_to_tx.to)
+}
+
+/// What `l3fwd_graph`'s recorder got, after checking that every packet went in and none
+/// is left.
+fn recorded(g: &mut pktvec_graph::Graph, sink: &str, input: usize) -> Vec<(u16, Vec<u8>)> {
     let c = g.conservation();
     assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
-    assert_eq!(c.input, packets.len() as u64);
-    let rec = std::mem::take(&mut g.node_mut::<Record>(&nodes.output_to_tx.to).unwrap().0);
-    (rec, g)
+    assert_eq!(c.input, input as u64);
+    std::mem::take(&mut g.node_mut::<Record>(sink).unwrap().0)
+}
+
+fn run_l3fwd(
+    packets: &[Vec<u8>],
+    app: &L3fwd,
+    cfg: BatcherConfig,
+    direct: bool,
+) -> (Vec<(u16, Vec<u8>)>, pktvec_graph::Graph) {
+    let (mut g, sink) = l3fwd_graph(packets, app, cfg, direct);
+    g.run_until_idle();
+    (recorded(&mut g, &sink, packets.len()), g)
+}
+
+/// `run_l3fwd` with the batcher off: the reference run.
+fn run_off(packets: &[Vec<u8>], app: &L3fwd) -> (Vec<(u16, Vec<u8>)>, pktvec_graph::Graph) {
+    let off = BatcherConfig {
+        enabled: false,
+        ..Default::default()
+    };
+    run_l3fwd(packets, app, off, false)
+}
+
+/// The batcher over `src` (with `table` over the built-in protocol graph, else the
+/// built-in table) feeding `sink` as its only next node, in graph vectors of `vector`.
+fn batcher_graph<N: Node>(
+    src: ReplaySource,
+    cfg: BatcherConfig,
+    table: Option<SharedPathTable>,
+    sink: N,
+    vector: usize,
+) -> pktvec_graph::Graph {
+    let bt = match table {
+        Some(t) => Batcher::with_table(src, cfg, ProtocolGraph::builtin(), t),
+        None => Batcher::new(src, cfg),
+    };
+    let mut b = GraphBuilder::new(GraphConfig {
+        vector_size: vector,
+        ..Default::default()
+    });
+    b.add("batcher", bt).add("ethernet-input", sink);
+    b.build(BufferPool::new(PoolConfig::default()).unwrap())
+        .unwrap()
 }
 
 /// (flow, seq) from a forwarded packet's payload (the 8 bytes after the UDP header).
@@ -537,15 +580,7 @@ fn batcher_on_and_off_forward_the_same_packets_in_flow_order() {
         (8, 64, 4, true),
     ] {
         let (pkts, app) = traffic(seed, 97, 6000);
-        let (off, goff) = run_l3fwd(
-            &pkts,
-            &app,
-            BatcherConfig {
-                enabled: false,
-                ..Default::default()
-            },
-            false,
-        );
+        let (off, goff) = run_off(&pkts, &app);
         let cfg = BatcherConfig {
             batch_size: batch,
             max_queues: queues,
@@ -603,15 +638,8 @@ fn elephants_get_their_own_queue_and_mice_share_one() {
         batch_size: 64,
         ..Default::default()
     };
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add(
-        "batcher",
-        Batcher::with_table(ReplaySource::new(pkts), cfg, g, SharedPathTable::new(table)),
-    )
-    .add("ethernet-input", NullSink);
-    let mut gr = b
-        .build(BufferPool::new(PoolConfig::default()).unwrap())
-        .unwrap();
+    let src = ReplaySource::new(pkts);
+    let mut gr = batcher_graph(src, cfg, Some(SharedPathTable::new(table)), NullSink, 256);
     gr.run_until_idle();
     let st = gr.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
     assert!(st.remaps >= 1);
@@ -634,12 +662,7 @@ fn full_queues_drop_with_a_reason_and_memory_stays_bounded() {
         on_full: FullPolicy::Drop,
         ..Default::default()
     };
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add("batcher", Batcher::new(ReplaySource::new(pkts), cfg))
-        .add("ethernet-input", NullSink);
-    let mut g = b
-        .build(BufferPool::new(PoolConfig::default()).unwrap())
-        .unwrap();
+    let mut g = batcher_graph(ReplaySource::new(pkts), cfg, None, NullSink, 256);
     g.run_until_idle();
     let c = g.conservation();
     assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
@@ -668,21 +691,8 @@ fn a_quiet_path_is_flushed_at_its_deadline() {
         flush_deadline_us: 20.0,
         ..Default::default()
     };
-    let mut b = GraphBuilder::new(GraphConfig {
-        vector_size: 256,
-        ..Default::default()
-    });
-    b.add(
-        "batcher",
-        Batcher::new(
-            ReplaySource::new(pkts).looping(true).with_limit(200_000),
-            cfg,
-        ),
-    )
-    .add("ethernet-input", NullSink);
-    let mut g = b
-        .build(BufferPool::new(PoolConfig::default()).unwrap())
-        .unwrap();
+    let src = ReplaySource::new(pkts).looping(true).with_limit(200_000);
+    let mut g = batcher_graph(src, cfg, None, NullSink, 256);
     g.run_until_idle();
     let st = g.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
     let q6 = st.queues.iter().find(|q| q.paths == vec![2]).unwrap();
@@ -699,20 +709,9 @@ fn the_path_table_can_change_while_running() {
         .ipv4(Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(2, 2, 2, 2))
         .udp(1, 2)
         .build();
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add(
-        "batcher",
-        Batcher::with_table(
-            ReplaySource::new(vec![v4]).looping(true).with_limit(20_000),
-            BatcherConfig::default(),
-            g.clone(),
-            shared.clone(),
-        ),
-    )
-    .add("ethernet-input", NullSink);
-    let mut gr = b
-        .build(BufferPool::new(PoolConfig::default()).unwrap())
-        .unwrap();
+    let src = ReplaySource::new(vec![v4]).looping(true).with_limit(20_000);
+    let cfg = BatcherConfig::default();
+    let mut gr = batcher_graph(src, cfg, Some(shared.clone()), NullSink, 256);
     for _ in 0..20 {
         gr.run_once();
     }
@@ -727,36 +726,13 @@ fn the_path_table_can_change_while_running() {
 #[test]
 fn batching_can_be_switched_and_resized_while_running() {
     let (pkts, app) = traffic(11, 97, 8000);
-    let (off, goff) = run_l3fwd(
-        &pkts,
-        &app,
-        BatcherConfig {
-            enabled: false,
-            ..Default::default()
-        },
-        false,
-    );
+    let (off, goff) = run_off(&pkts, &app);
     // The same traffic, with batching switched on/off and resized every few calls.
-    let mut b = GraphBuilder::new(GraphConfig::default());
     let cfg = BatcherConfig {
         batch_size: 128,
         ..Default::default()
     };
-    b.add(
-        "batcher",
-        Batcher::new(ReplaySource::new(pkts.to_vec()), cfg),
-    );
-    let nodes = app.add_to(&mut b);
-    b.add(&nodes.output_to_tx.to, Record::default());
-    let mut g = b
-        .build(
-            BufferPool::new(PoolConfig {
-                buffers: 8192,
-                ..PoolConfig::default()
-            })
-            .unwrap(),
-        )
-        .unwrap();
+    let (mut g, sink) = l3fwd_graph(&pkts, &app, cfg, false);
     let settings = [
         (false, 128),
         (true, 16),
@@ -789,10 +765,7 @@ fn batching_can_be_switched_and_resized_while_running() {
         switched_with_held > 0,
         "some switches off happened with packets queued"
     );
-    let c = g.conservation();
-    assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
-    assert_eq!(c.input, pkts.len() as u64);
-    let on = std::mem::take(&mut g.node_mut::<Record>(&nodes.output_to_tx.to).unwrap().0);
+    let on = recorded(&mut g, &sink, pkts.len());
     assert_same_forwarding("switched while running", &off, &on, &goff, &g);
 }
 
@@ -800,6 +773,10 @@ fn batching_can_be_switched_and_resized_while_running() {
 fn single_path_bursts_are_handed_over_whole_and_in_order() {
     // 1000 IPv4 packets, one path: every burst of a batch leaves as the vector itself
     // (its queue is empty), the last 40 wait in the queue until the source runs dry.
+    // With uniform vectors (the default), four bursts of 64 make the first vector of
+    // 256, then each call receives a whole vector's burst (256, 256, then the last 232,
+    // uniform too: 4 vectors, all handed over); without, each burst of 64 is one vector
+    // and the last 40 wait in the queue until the source runs dry.
     let pkts: Vec<Vec<u8>> = (0..1000u32)
         .map(|i| {
             PacketBuilder::ethernet(mac(1), mac(2))
@@ -809,42 +786,41 @@ fn single_path_bursts_are_handed_over_whole_and_in_order() {
                 .build()
         })
         .collect();
-    let cfg = BatcherConfig {
-        batch_size: 64,
-        ..Default::default()
-    };
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add(
-        "batcher",
-        Batcher::new(ReplaySource::new(pkts.clone()), cfg),
-    )
-    .add("ethernet-input", Record::default());
-    let mut g = b
-        .build(BufferPool::new(PoolConfig::default()).unwrap())
-        .unwrap();
-    g.run_until_idle();
-    let c = g.conservation();
-    assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
-    let got: Vec<Vec<u8>> = g
-        .node::<Record>("ethernet-input")
-        .unwrap()
-        .0
-        .iter()
-        .map(|(_, f)| f.clone())
-        .collect();
-    assert_eq!(got, pkts, "same packets, same order");
-    let rt = g.runtime();
-    let row = rt.row("ethernet-input").unwrap();
-    assert_eq!((row.packets, row.vectors), (1000, 16));
-    let st = g.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
-    assert_eq!(st.path_packets, vec![(1, 1000)]);
-    let q = &st.queues[1];
-    assert_eq!((q.packets, q.vectors, q.passed_through), (1000, 16, 15));
-    assert_eq!(q.held, 0);
-    assert_eq!(
-        st.latency_p50_ns, 0.0,
-        "handed-over packets are held for no time"
-    );
+    for (uniform_vectors, vectors, passed) in [(false, 16, 15), (true, 4, 4)] {
+        let cfg = BatcherConfig {
+            batch_size: 64,
+            uniform_vectors,
+            ..Default::default()
+        };
+        let src = ReplaySource::new(pkts.clone());
+        let mut g = batcher_graph(src, cfg, None, Record::default(), 256);
+        g.run_until_idle();
+        let c = g.conservation();
+        assert!(c.is_balanced() && c.buffers_in_use == 0, "{c}");
+        let got: Vec<Vec<u8>> = g
+            .node::<Record>("ethernet-input")
+            .unwrap()
+            .0
+            .iter()
+            .map(|(_, f)| f.clone())
+            .collect();
+        assert_eq!(got, pkts, "same packets, same order");
+        let rt = g.runtime();
+        let row = rt.row("ethernet-input").unwrap();
+        assert_eq!((row.packets, row.vectors), (1000, vectors));
+        let st = g.node::<Batcher<ReplaySource>>("batcher").unwrap().stats();
+        assert_eq!(st.path_packets, vec![(1, 1000)]);
+        let q = &st.queues[1];
+        assert_eq!(
+            (q.packets, q.vectors, q.passed_through),
+            (1000, vectors, passed)
+        );
+        assert_eq!(q.held, 0);
+        assert_eq!(
+            st.latency_p50_ns, 0.0,
+            "handed-over packets are held for no time"
+        );
+    }
 }
 
 /// Stretches of one path (IPv4 only, IPv6 only) between mixed stretches: uniform bursts
@@ -884,11 +860,7 @@ fn hand_over_keeps_flow_order_between_single_path_and_mixed_stretches() {
     for (seed, batch, direct) in [(11u64, 64usize, true), (12, 32, false), (13, 128, true)] {
         let (pkts, app) = traffic(seed, 97, 6000);
         let pkts = stretches(&pkts);
-        let off_cfg = BatcherConfig {
-            enabled: false,
-            ..Default::default()
-        };
-        let (off, goff) = run_l3fwd(&pkts, &app, off_cfg, false);
+        let (off, goff) = run_off(&pkts, &app);
         let cfg = BatcherConfig {
             batch_size: batch,
             epoch_packets: 1000,
@@ -954,15 +926,8 @@ fn bursts_of_many_paths_keep_each_paths_order() {
             ..Default::default()
         };
         let src = ReplaySource::new(pkts.clone());
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add(
-            "batcher",
-            Batcher::with_table(src, cfg, g.clone(), SharedPathTable::new(table.clone())),
-        )
-        .add("ethernet-input", Record::default());
-        let mut gr = b
-            .build(BufferPool::new(PoolConfig::default()).unwrap())
-            .unwrap();
+        let t = Some(SharedPathTable::new(table.clone()));
+        let mut gr = batcher_graph(src, cfg, t, Record::default(), 256);
         gr.run_until_idle();
         assert!(gr.conservation().is_balanced());
         let rec = &gr.node::<Record>("ethernet-input").unwrap().0;
