@@ -130,63 +130,41 @@ impl DpdkRx {
 
     /// Polls the queue for up to `want` (≤ [`BURST_MAX`]) packets: the adopted indices
     /// are `ready[..k]` (k returned), chained mbufs (their tail freed) in `multiseg`.
-    /// Each driver burst is adopted as soon as it arrives, while the mbuf headers the
-    /// driver just wrote are still in L1 (adopting a whole vector of 256 afterwards read
-    /// every header back from L2: one L1 miss a packet under cachegrind).
     fn receive(&mut self, pool: &mut BufferPool, want: usize) -> usize {
-        self.multiseg.clear();
-        let (mut polled, mut n) = (0usize, 0usize);
-        while polled < want {
-            let ask = self.rx_burst.min(want - polled);
+        let mut n = 0usize;
+        while n < want {
+            let ask = self.rx_burst.min(want - n);
             // SAFETY: the port is started and `queue` is one of its rx queues (polled by
-            // this node only); `burst` has room for `ask` <= want <= BURST_MAX pointers.
+            // this node only); `burst[n..]` has room for `ask` <= want - n pointers, and
+            // want <= BURST_MAX.
             let got = unsafe {
                 sys::pktvec_rte_eth_rx_burst(
                     self.port.id(),
                     self.queue,
-                    self.burst.as_mut_ptr().cast(),
+                    self.burst[n..].as_mut_ptr().cast(),
                     ask as u16,
                 )
             } as usize;
-            polled += got;
-            n += self.adopt_burst(pool, got, n);
+            n += got;
             if got < ask {
                 break;
             }
         }
-        self.received += polled as u64;
-        if self.multiseg.is_empty() {
-            return n;
-        }
-        // Rare: take the chained ones out of the vector (they go to the drop node).
-        let mut j = 0;
-        for i in 0..n {
-            let bi = self.ready[i];
-            if !self.multiseg.contains(&bi) {
-                self.ready[j] = bi;
-                j += 1;
-            }
-        }
-        j
-    }
-
-    /// Adopts the `got` mbufs of `burst[..got]` into `ready[at..]`; returns how many.
-    #[inline(always)]
-    fn adopt_burst(&mut self, pool: &mut BufferPool, got: usize, at: usize) -> usize {
+        self.multiseg.clear();
+        self.received += n as u64;
         let l = self.layout;
-        let mut n = got;
-        // Pass 1: mbuf -> buffer index (branch-free, see `Layout::index_burst`) with one
-        // range check for the whole burst. (No metadata prefetch: pass 2 has no dependency
-        // from one packet to the next, so the out-of-order core overlaps the packets'
-        // metadata loads by itself; a prefetch pass cost 5 instructions a packet.)
-        if !l.index_burst(&self.burst[..n], &mut self.ready[at..at + n]) {
-            n = self.drop_foreign(n, at);
+        // Pass 1: mbuf -> buffer index (branch-free, see `Layout::index_burst`) into `ready`,
+        // with one range check for the whole burst. (No metadata prefetch: pass 2 has no
+        // dependency from one packet to the next, so the out-of-order core overlaps the
+        // packets' metadata loads by itself; a prefetch pass cost 5 instructions a packet.)
+        if !l.index_burst(&self.burst[..n], &mut self.ready[..n]) {
+            n = self.drop_foreign(n);
         }
         // Pass 2: adopt each buffer with the driver's offset and length (one metadata
         // line written whole per packet); chained mbufs are cut to their first segment.
         let multiseg = &mut self.multiseg;
         let descs = &self.burst[..n];
-        let k = pool.adopt_bulk_as(&mut self.ready[at..at + n], descs, self.rx_if, |&m| {
+        let k = pool.adopt_bulk_as(&mut self.ready[..n], descs, self.rx_if, |&m| {
             // SAFETY: pass 1 checked that `m` is an mbuf of our mempool; the driver just
             // filled it and handed it over, and nobody else touches it now. Only header
             // fields are read (and, for a chain, written).
@@ -200,14 +178,26 @@ impl DpdkRx {
             }
         });
         self.refused += (n - k) as u64;
-        k
+        if self.multiseg.is_empty() {
+            return k;
+        }
+        // Rare: take the chained ones out of the vector (they go to the drop node).
+        let mut j = 0;
+        for i in 0..k {
+            let bi = self.ready[i];
+            if !self.multiseg.contains(&bi) {
+                self.ready[j] = bi;
+                j += 1;
+            }
+        }
+        j
     }
 
     /// Frees the mbufs of `burst[..n]` that are not of our mempool and removes them from
-    /// `burst` and `ready[at..at + n]` (which pass 1 filled); returns how many are left.
+    /// `burst` and `ready` (which pass 1 filled); returns how many are left.
     #[cold]
     #[inline(never)]
-    fn drop_foreign(&mut self, n: usize, at: usize) -> usize {
+    fn drop_foreign(&mut self, n: usize) -> usize {
         let l = self.layout;
         let mut k = 0;
         for i in 0..n {
@@ -215,7 +205,7 @@ impl DpdkRx {
             let q = l.raw_index(m);
             if q < l.count() as u64 {
                 self.burst[k] = m;
-                self.ready[at + k] = q as u32;
+                self.ready[k] = q as u32;
                 k += 1;
             } else {
                 self.foreign += 1;
