@@ -11,7 +11,7 @@
 
 use clap::Parser;
 use pktvec::graph::{GraphBuilder, GraphConfig};
-use pktvec::io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
+use pktvec::io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, ObjectLayout, Port, PortConfig};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
@@ -34,6 +34,10 @@ struct Cli {
     /// Mbufs in the mempool.
     #[arg(long, default_value_t = 65536)]
     mbufs: u32,
+    /// Mbuf layout in memory: auto, standard (one object per 4 KiB page without
+    /// hugepages) or packed.
+    #[arg(long, default_value = "auto")]
+    object_layout: String,
     /// Print the statistics as JSON.
     #[arg(long)]
     json: bool,
@@ -46,7 +50,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if ids.is_empty() {
         return Err("no DPDK port: add --vdev=...".into());
     }
-    let mempool = Mempool::new(&eal, cli.mbufs, 2048)?;
+    let layout = match cli.object_layout.as_str() {
+        "auto" => ObjectLayout::Auto,
+        "standard" => ObjectLayout::Standard,
+        "packed" => ObjectLayout::Packed,
+        other => return Err(format!("--object-layout {other}: auto, standard or packed").into()),
+    };
+    let mempool = Mempool::with_object_layout(&eal, cli.mbufs, 2048, layout)?;
     let ports = ids
         .iter()
         .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
@@ -103,7 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cpp = node_cycles as f64 / done.max(1) as f64;
     if cli.json {
         let v = serde_json::json!({
-            "packets": done, "seconds": secs, "mpps": done as f64 / secs / 1e6,
+            "packets": done, "seconds": secs, "object_stride": mempool.object_stride(), "mpps": done as f64 / secs / 1e6,
             "cycles_per_packet_rx_tx": cpp, "runtime": rt, "conservation": c, "ports": stats,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);

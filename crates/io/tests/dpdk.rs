@@ -5,11 +5,11 @@
 
 use pktvec_graph::builtin::{PacketSource, SourceNext};
 use pktvec_graph::{
-    next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, NodeKind,
+    next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, GraphConfig, Node, NodeKind,
 };
 use pktvec_io::capture::{read_capture, write_pcap, CountingSink};
-use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
-use std::sync::Mutex;
+use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, ObjectLayout, Port, PortConfig};
+use std::sync::{Arc, Mutex};
 
 /// One EAL per test process (a file prefix of its own, so test binaries may run side by
 /// side); DPDK control calls are serialised across test threads.
@@ -21,6 +21,43 @@ fn eal() -> Eal {
         std::process::id()
     );
     Eal::init(&args).expect("EAL init with virtual devices only")
+}
+
+/// Runs `body` under the DPDK lock with the process's EAL and a new mempool of `mbufs`
+/// mbufs (laid out as `layout` says), then checks that every mbuf is back in the mempool
+/// (`body` drops whatever it built: graphs, ports).
+fn with_mempool_as(mbufs: u32, layout: ObjectLayout, body: impl FnOnce(&Eal, &Mempool)) {
+    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = eal();
+    let mempool = Mempool::with_object_layout(&eal, mbufs, 2048, layout).unwrap();
+    assert_eq!(mempool.available(), mempool.capacity());
+    body(&eal, &mempool);
+    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+}
+
+/// [`with_mempool_as`] with the default layout.
+fn with_mempool(mbufs: u32, body: impl FnOnce(&Eal, &Mempool)) {
+    with_mempool_as(mbufs, ObjectLayout::Auto, body)
+}
+
+/// Attaches the virtual device `dev` and starts it with `cfg` over `mempool`.
+fn start_with(eal: &Eal, mempool: &Mempool, dev: &str, cfg: &PortConfig) -> Arc<Port> {
+    let id = eal.attach(dev).unwrap();
+    Port::start(eal, id, mempool, cfg).unwrap()
+}
+
+/// [`start_with`] the default port configuration.
+fn start(eal: &Eal, mempool: &Mempool, dev: &str) -> Arc<Port> {
+    start_with(eal, mempool, dev, &PortConfig::default())
+}
+
+/// A graph of `rx` → `tx` (nodes named "rx" and "tx") over the mempool's buffers.
+fn forward(mempool: &Mempool, rx: DpdkRx, tx: DpdkTx) -> Graph {
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add("rx", rx)
+        .add("tx", tx)
+        .set_next("rx", DpdkRxNext::Out, "tx");
+    b.build(mempool.buffer_pool().unwrap()).unwrap()
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -48,30 +85,20 @@ fn frames(n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn pcap_port_round_trip_is_zero_copy_and_conserves() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
     let input = tmp("xc-in.pcap");
     let output = tmp("xc-out.pcap");
     let mut sent = frames(3000);
     // One jumbo frame larger than an mbuf: net_pcap chains it; the rx node drops it.
     sent.push(vec![0xab; 4000]);
     write_pcap(&input, &sent).unwrap();
-    let mempool = Mempool::new(&eal, 4096, 2048).unwrap();
-    let free0 = mempool.available();
-    {
-        let id = eal
-            .attach(&format!(
-                "net_pcap10,rx_pcap={},tx_pcap={}",
-                input.display(),
-                output.display()
-            ))
-            .unwrap();
-        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add("rx", DpdkRx::new(&port, 0))
-            .add("tx", DpdkTx::new(&port, 0))
-            .set_next("rx", DpdkRxNext::Out, "tx");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+    with_mempool(4096, |eal, mempool| {
+        let dev = format!(
+            "net_pcap10,rx_pcap={},tx_pcap={}",
+            input.display(),
+            output.display()
+        );
+        let port = start(eal, mempool, &dev);
+        let mut g = forward(mempool, DpdkRx::new(&port, 0), DpdkTx::new(&port, 0));
         assert_eq!(g.run_until_idle(), 3001);
         let c = g.conservation();
         assert!(c.is_balanced(), "{c}");
@@ -84,9 +111,7 @@ fn pcap_port_round_trip_is_zero_copy_and_conserves() {
         assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent(), 3000);
         drop(g);
         drop(port); // closes the port: flushes tx_pcap, frees the rx ring's mbufs
-    }
-    assert_eq!(mempool.available(), free0, "no mbuf leaked");
-    assert_eq!(mempool.available(), mempool.capacity());
+    });
     let got = read_capture(&output).unwrap().packets;
     assert_eq!(got.len(), 3000);
     assert!(
@@ -97,12 +122,8 @@ fn pcap_port_round_trip_is_zero_copy_and_conserves() {
 
 #[test]
 fn ring_loopback_returns_the_same_buffers() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 2048, 2048).unwrap();
-    {
-        let id = eal.attach("net_ring10").unwrap();
-        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+    with_mempool(2048, |eal, mempool| {
+        let port = start(eal, mempool, "net_ring10");
         let sent = frames(64);
         let mut b = GraphBuilder::new(GraphConfig::default());
         b.add("gen", PacketSource::new(sent.clone()).with_limit(10_000))
@@ -125,19 +146,13 @@ fn ring_loopback_returns_the_same_buffers() {
         assert_eq!(count.bytes[1], bytes, "every byte came back");
         let st = port.stats();
         assert_eq!((st.opackets, st.ipackets), (10_000, 10_000));
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
 }
 
 #[test]
 fn full_tx_queue_retries_then_drops_without_leaks() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 4096, 2048).unwrap();
-    {
-        let id = eal.attach("net_ring11").unwrap();
-        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+    with_mempool(4096, |eal, mempool| {
+        let port = start(eal, mempool, "net_ring11");
         // Nobody polls the ring: it fills up, then the driver refuses every burst.
         let mut b = GraphBuilder::new(GraphConfig::default());
         b.add("gen", PacketSource::new(frames(64)).with_limit(3000))
@@ -164,9 +179,7 @@ fn full_tx_queue_retries_then_drops_without_leaks() {
         let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
         g.run_until_idle();
         assert_eq!(g.conservation().input, sent);
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
 }
 
 next_nodes! {
@@ -202,12 +215,8 @@ impl Node for Twice {
 
 #[test]
 fn a_buffer_sent_twice_is_transmitted_once() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 2048, 2048).unwrap();
-    {
-        let id = eal.attach("net_null20").unwrap();
-        let port = Port::start(&eal, id, &mempool, &PortConfig::default()).unwrap();
+    with_mempool(2048, |eal, mempool| {
+        let port = start(eal, mempool, "net_null20");
         let mut b = GraphBuilder::new(GraphConfig::default());
         b.add("gen", PacketSource::new(frames(8)).with_limit(1000))
             .add("twice", Twice(Vec::new()))
@@ -221,47 +230,56 @@ fn a_buffer_sent_twice_is_transmitted_once() {
         assert_eq!(port.stats().opackets, 1000);
         assert_eq!(g.pool().double_frees(), 1000);
         assert_eq!(g.pool().in_use(), 0);
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
 }
 
-#[test]
-fn null_ports_forward_in_bursts_without_leaks() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
-    {
-        let a = eal.attach("net_null10").unwrap();
-        let z = eal.attach("net_null11").unwrap();
-        let rx = Port::start(&eal, a, &mempool, &PortConfig::default()).unwrap();
-        let tx = Port::start(&eal, z, &mempool, &PortConfig::default()).unwrap();
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add("rx", DpdkRx::new(&rx, 0).with_limit(200_000))
-            .add("tx", DpdkTx::new(&tx, 0))
-            .set_next("rx", DpdkRxNext::Out, "tx");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+/// Forwards 200,000 packets net_null → net_null over a mempool of `mbufs` mbufs laid out
+/// as `layout`; returns the mempool's object stride.
+fn null_forwarding(mbufs: u32, layout: ObjectLayout, rx_dev: &str, tx_dev: &str) -> usize {
+    let mut stride = 0;
+    with_mempool_as(mbufs, layout, |eal, mempool| {
+        stride = mempool.object_stride();
+        let rx = start(eal, mempool, rx_dev);
+        let tx = start(eal, mempool, tx_dev);
+        let mut g = forward(
+            mempool,
+            DpdkRx::new(&rx, 0).with_limit(200_000),
+            DpdkTx::new(&tx, 0),
+        );
         assert_eq!(g.run_until_idle(), 200_000);
         let c = g.conservation();
         assert!(c.is_balanced() && c.output == 200_000, "{c}");
         assert_eq!(tx.stats().opackets, 200_000);
         let rt = g.runtime().to_string();
         assert!(rt.contains("rx") && rt.contains("tx"), "{rt}");
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
+    stride
+}
+
+#[test]
+fn null_ports_forward_in_bursts_without_leaks() {
+    null_forwarding(8192, ObjectLayout::Auto, "net_null10", "net_null11");
+}
+
+#[test]
+fn both_object_layouts_forward_without_leaks() {
+    // Without hugepages the standard layout puts one mbuf per 4 KiB page; packed, they
+    // follow each other (2,368 bytes with a 2,048-byte room). The EAL here runs
+    // IOVA-as-VA, so the default is packed. (The standard layout has no fallback: a small
+    // pool, so that the EAL's memory, fragmented by the other tests, holds it in one piece.)
+    let standard = null_forwarding(1024, ObjectLayout::Standard, "net_null15", "net_null16");
+    let packed = null_forwarding(1024, ObjectLayout::Packed, "net_null17", "net_null18");
+    assert_eq!(standard % 4096, 0, "one object per page: {standard}");
+    assert!(packed < standard && packed % 4096 != 0, "{packed}");
+    let auto = null_forwarding(1024, ObjectLayout::Auto, "net_null21", "net_null22");
+    assert_eq!(auto, packed);
 }
 
 #[test]
 fn rx_repeats_short_driver_bursts_until_the_vector_is_full() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
-    {
-        let a = eal.attach("net_null13").unwrap();
-        let z = eal.attach("net_null14").unwrap();
-        let rx = Port::start(&eal, a, &mempool, &PortConfig::default()).unwrap();
-        let tx = Port::start(&eal, z, &mempool, &PortConfig::default()).unwrap();
+    with_mempool(8192, |eal, mempool| {
+        let rx = start(eal, mempool, "net_null13");
+        let tx = start(eal, mempool, "net_null14");
         let total = 256 * 40 + 100;
         let mut b = GraphBuilder::new(GraphConfig::default());
         // Bursts of 7 (not a divisor of 256), and a node asking for more than a vector.
@@ -285,24 +303,18 @@ fn rx_repeats_short_driver_bursts_until_the_vector_is_full() {
         let c = g.conservation();
         assert!(c.is_balanced() && c.output == 2 * total, "{c}");
         assert_eq!(tx.stats().opackets, 2 * total);
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
 }
 
 #[test]
 fn several_queues_each_polled_by_its_own_node() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    let mempool = Mempool::new(&eal, 8192, 2048).unwrap();
-    {
-        let id = eal.attach("net_null12").unwrap();
+    with_mempool(8192, |eal, mempool| {
         let cfg = PortConfig {
             rx_queues: 2,
             tx_queues: 2,
             ..PortConfig::default()
         };
-        let port = Port::start(&eal, id, &mempool, &cfg).unwrap();
+        let port = start_with(eal, mempool, "net_null12", &cfg);
         assert_eq!((port.rx_queues(), port.tx_queues()), (2, 2));
         let mut b = GraphBuilder::new(GraphConfig::default());
         b.add("rx0", DpdkRx::new(&port, 0).with_limit(50_000))
@@ -315,42 +327,36 @@ fn several_queues_each_polled_by_its_own_node() {
         let c = g.conservation();
         assert!(c.is_balanced() && c.output == 100_000, "{c}");
         assert_eq!(g.runtime().row("rx1").unwrap().packets, 50_000);
-        drop(g);
-    }
-    assert_eq!(mempool.available(), mempool.capacity(), "no mbuf leaked");
+    });
 }
 
 #[test]
 fn bad_inputs_are_clear_errors() {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
-    let eal = eal();
-    // A second init with other arguments is refused, not a crash.
-    assert!(Eal::init("--no-huge -m 64").is_err());
-    // Missing port.
-    let e = eal.port_by_name("net_nothing").unwrap_err().to_string();
-    assert!(e.contains("net_nothing"), "{e}");
-    let mempool = Mempool::new(&eal, 256, 2048).unwrap();
-    assert!(Port::start(&eal, 31, &mempool, &PortConfig::default()).is_err());
-    // Too few mbufs, or more than the EAL memory holds.
-    assert!(Mempool::new(&eal, 10, 2048).is_err());
-    let e = Mempool::new(&eal, 10_000_000, 2048)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("mempool"), "{e}");
-    // A malformed capture: the pcap device refuses to probe.
-    let bad = tmp("garbage.pcap");
-    std::fs::write(&bad, b"this is not a pcap file at all").unwrap();
-    let e = eal
-        .attach(&format!("net_pcap19,rx_pcap={}", bad.display()))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("rte_dev_probe"), "{e}");
-    // Too many queues for the device.
-    let id = eal.attach("net_null19").unwrap();
-    let cfg = PortConfig {
-        rx_queues: u16::MAX,
-        ..PortConfig::default()
-    };
-    assert!(Port::start(&eal, id, &mempool, &cfg).is_err());
-    assert_eq!(mempool.available(), mempool.capacity());
+    with_mempool(256, |eal, mempool| {
+        // A second init with other arguments is refused, not a crash.
+        assert!(Eal::init("--no-huge -m 64").is_err());
+        // Missing port.
+        let e = eal.port_by_name("net_nothing").unwrap_err().to_string();
+        assert!(e.contains("net_nothing"), "{e}");
+        assert!(Port::start(eal, 31, mempool, &PortConfig::default()).is_err());
+        // Too few mbufs, or more than the EAL memory holds.
+        assert!(Mempool::new(eal, 10, 2048).is_err());
+        let e = Mempool::new(eal, 10_000_000, 2048).unwrap_err().to_string();
+        assert!(e.contains("mempool"), "{e}");
+        // A malformed capture: the pcap device refuses to probe.
+        let bad = tmp("garbage.pcap");
+        std::fs::write(&bad, b"this is not a pcap file at all").unwrap();
+        let e = eal
+            .attach(&format!("net_pcap19,rx_pcap={}", bad.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rte_dev_probe"), "{e}");
+        // Too many queues for the device.
+        let id = eal.attach("net_null19").unwrap();
+        let cfg = PortConfig {
+            rx_queues: u16::MAX,
+            ..PortConfig::default()
+        };
+        assert!(Port::start(eal, id, mempool, &cfg).is_err());
+    });
 }

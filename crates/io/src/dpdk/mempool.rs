@@ -212,6 +212,25 @@ impl std::fmt::Debug for Mempool {
 
 static POOLS: AtomicU32 = AtomicU32::new(0);
 
+/// How [`Mempool::with_object_layout`] lays out the mbufs in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ObjectLayout {
+    /// [`Packed`](Self::Packed) when the EAL runs IOVA-as-VA, else
+    /// [`Standard`](Self::Standard); the other one if the first splits the pool.
+    #[default]
+    Auto,
+    /// `rte_pktmbuf_pool_create`: objects do not cross page boundaries (without
+    /// hugepages, one object per 4 KiB page, so all mbuf headers share one L1 set).
+    Standard,
+    /// Objects back to back, allowed to cross pages (`RTE_MEMPOOL_F_NO_IOVA_CONTIG`): what
+    /// the standard layout gives with hugepages. For virtual devices and IOVA-as-VA; a NIC
+    /// with physical addressing needs hugepages.
+    Packed,
+}
+
+/// A way to create the pool: name, mbufs, per-lcore cache size, buffer room.
+type CreateFn = fn(&CString, u32, u32, u16) -> *mut sys::rte_mempool;
+
 /// Creates a pool the standard way (`rte_pktmbuf_pool_create`).
 fn create_standard(name: &CString, mbufs: u32, cache: u32, room: u16) -> *mut sys::rte_mempool {
     // SAFETY: valid name; sizes checked by the caller; DPDK returns a pool or NULL.
@@ -304,9 +323,30 @@ fn layout_of(mp: NonNull<sys::rte_mempool>, mbufs: u32) -> Result<Layout, DpdkEr
 impl Mempool {
     /// Creates a pool of `mbufs` mbufs with `data_room` bytes of packet room each (behind
     /// DPDK's 128-byte headroom) and checks that its objects sit at one stride in one
-    /// memory chunk, which buffer indices need. If the standard creation splits the pool,
-    /// it is created again with objects allowed to cross pages, in one chunk.
-    pub fn new(_eal: &Eal, mbufs: u32, data_room: u16) -> Result<Mempool, DpdkError> {
+    /// memory chunk, which buffer indices need. With [`ObjectLayout::Auto`]: objects packed
+    /// back to back first when the EAL runs IOVA-as-VA (see [`ObjectLayout::Packed`]), the
+    /// standard creation first otherwise; if the first attempt splits the pool, the other
+    /// one is tried.
+    pub fn new(eal: &Eal, mbufs: u32, data_room: u16) -> Result<Mempool, DpdkError> {
+        Self::with_object_layout(eal, mbufs, data_room, ObjectLayout::Auto)
+    }
+
+    /// [`new`](Self::new) with the objects laid out as `layout` says.
+    ///
+    /// ```no_run
+    /// # use pktvec_io::dpdk::{Eal, Mempool, ObjectLayout};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let eal = Eal::init("--no-huge -m 512 --no-pci -l 0 --vdev=net_null0")?;
+    /// let pool = Mempool::with_object_layout(&eal, 8192, 2048, ObjectLayout::Packed)?;
+    /// assert_ne!(pool.object_stride() % 4096, 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_object_layout(
+        _eal: &Eal,
+        mbufs: u32,
+        data_room: u16,
+        layout: ObjectLayout,
+    ) -> Result<Mempool, DpdkError> {
         let room = data_room
             .checked_add(sys::RTE_PKTMBUF_HEADROOM as u16)
             .ok_or_else(|| DpdkError::Mempool(format!("data room {data_room} too large")))?;
@@ -317,8 +357,27 @@ impl Mempool {
         }
         // The largest per-lcore cache DPDK allows: a burst larger than the cache bypasses it.
         let cache = 512.min(mbufs / 2);
+        // Packed objects first where DPDK addresses memory by virtual address: the standard
+        // creation places each 2,368-byte object at the start of its own 4 KiB page when
+        // there are no hugepages (`--no-huge`), so every mbuf header falls into the same L1
+        // set (8 ways) and the same 32 of the L2's 2,048 sets, and a vector of 256 packets
+        // in flight thrashes both (docs/results/dpdk.md, "net_pcap"). Packed back to back
+        // (a stride of 37 cache lines) they spread over every set, as with hugepages.
+        // SAFETY: the EAL is initialised (`_eal`); a plain query.
+        let iova_va = unsafe { sys::rte_eal_iova_mode() } == sys::RTE_IOVA_VA;
+        let packed_first = match layout {
+            ObjectLayout::Auto => iova_va,
+            ObjectLayout::Standard => false,
+            ObjectLayout::Packed => true,
+        };
+        let order: &[CreateFn] = match (layout, packed_first) {
+            (ObjectLayout::Standard, _) => &[create_standard],
+            (ObjectLayout::Packed, _) => &[create_unsplit],
+            (_, true) => &[create_unsplit, create_standard],
+            (_, false) => &[create_standard, create_unsplit],
+        };
         let mut last = None;
-        for create in [create_standard, create_unsplit] {
+        for &create in order {
             let name = format!("pktvec{}", POOLS.fetch_add(1, Ordering::Relaxed));
             let cname = CString::new(name.clone()).expect("no NUL");
             let Some(mp) = NonNull::new(create(&cname, mbufs, cache, room)) else {
@@ -340,7 +399,7 @@ impl Mempool {
                 }
             }
         }
-        Err(last.expect("two attempts"))
+        Err(last.expect("at least one attempt"))
     }
 
     /// The graph's buffer pool over these mbufs (build the graph with it). Its buffers are
@@ -375,6 +434,13 @@ impl Mempool {
     pub fn available(&self) -> usize {
         // SAFETY: valid pool pointer for the life of `inner`.
         unsafe { sys::rte_mempool_avail_count(self.inner.mp.as_ptr()) as usize }
+    }
+
+    /// Bytes from one mbuf to the next (DPDK's object header, the mbuf, its buffer, and
+    /// padding): 4,096 for the standard layout without hugepages, 2,368 packed (2,048-byte
+    /// data room).
+    pub fn object_stride(&self) -> usize {
+        self.inner.layout.stride
     }
 
     /// Number of mbufs in the pool.

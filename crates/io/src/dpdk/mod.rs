@@ -35,7 +35,7 @@ mod nodes;
 mod port;
 
 pub use eal::Eal;
-pub use mempool::Mempool;
+pub use mempool::{Mempool, ObjectLayout};
 pub use nodes::{
     DpdkRx, DpdkRxError, DpdkRxNext, DpdkTx, DpdkTxError, DEFAULT_RX_BURST, DEFAULT_TX_RETRIES,
 };
