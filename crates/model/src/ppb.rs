@@ -81,6 +81,21 @@ pub struct VectorCost {
     pub d1_misses: f64,
 }
 
+/// Share of the packets of `mix` that visit node `i` (at most 1).
+fn visit_share(mix: &[Path], i: usize) -> f64 {
+    mix.iter()
+        .filter(|p| p.nodes.contains(&i))
+        .map(|p| p.share)
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// Probability that a vector of `vector` packets, each visiting a node with probability
+/// `q` independently, calls that node: 1 − (1 − q)^vector.
+fn call_probability(q: f64, vector: usize) -> f64 {
+    1.0 - (1.0 - q.min(1.0)).powi(vector.min(i32::MAX as usize) as i32)
+}
+
 /// Expected O_vec (eq. 4) for a vector of `vector` packets whose paths are drawn from
 /// `paths` independently (batcher off), or all on one path (batcher on: pass a single
 /// path with share 1). A node runs once per vector if any of its packets visits it, on the
@@ -89,16 +104,11 @@ pub struct VectorCost {
 pub fn vector_cost(m: &Machine, nodes: &[NodeCost], paths: &[Path], vector: usize) -> VectorCost {
     let mut out = VectorCost::default();
     for (i, n) in nodes.iter().enumerate() {
-        // Share of packets that visit node i.
-        let q: f64 = paths
-            .iter()
-            .filter(|p| p.nodes.contains(&i))
-            .map(|p| p.share)
-            .sum();
+        let q = visit_share(paths, i);
         if q <= 0.0 {
             continue;
         }
-        let called = 1.0 - (1.0 - q.min(1.0)).powi(vector as i32);
+        let called = call_probability(q, vector);
         let s = q * vector as f64;
         let per =
             n.per_packet * s + called * m.i_cost(n.code_bytes) + m.d_cost(n.data_lines, 1) * s;
@@ -125,7 +135,7 @@ pub fn total_cost(
 pub fn expected_paths(paths: &[Path], vector: usize) -> f64 {
     paths
         .iter()
-        .map(|p| 1.0 - (1.0 - p.share).powi(vector as i32))
+        .map(|p| call_probability(p.share, vector))
         .sum()
 }
 
@@ -250,17 +260,12 @@ pub fn code_lines_per_packet(
     let v = vector.max(1);
     for (share, mix) in batcher_queues(paths, elephant_share) {
         for (i, n) in nodes.iter().enumerate() {
-            let q: f64 = mix
-                .iter()
-                .filter(|p| p.nodes.contains(&i))
-                .map(|p| p.share)
-                .sum::<f64>()
-                .min(1.0);
+            let q = visit_share(&mix, i);
             if q <= 0.0 {
                 continue;
             }
-            let called = 1.0 - (1.0 - q).powi(v as i32);
-            let lines = n.code_bytes.div_ceil(64) as f64 * called * share / v as f64;
+            let lines =
+                n.code_bytes.div_ceil(64) as f64 * call_probability(q, v) * share / v as f64;
             if q * v as f64 >= width as f64 {
                 wide += lines;
             } else {
@@ -426,16 +431,11 @@ impl BatchedGraph {
             .filter(|&i| mix.iter().all(|p| p.nodes.first() == Some(&i)));
         for (share, qmix) in &queues {
             for (i, o) in out.iter_mut().enumerate() {
-                let q: f64 = qmix
-                    .iter()
-                    .filter(|p| p.nodes.contains(&i))
-                    .map(|p| p.share)
-                    .sum::<f64>()
-                    .min(1.0);
+                let q = visit_share(qmix, i);
                 if q <= 0.0 {
                     continue;
                 }
-                o.calls += share * (1.0 - (1.0 - q).powi(v as i32)) / v as f64;
+                o.calls += share * call_probability(q, v) / v as f64;
                 o.packets += share * q;
                 if Some(i) != input {
                     o.mixed += share * q * mixedness(qmix, i, None);
