@@ -463,17 +463,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         })
         .collect();
-    let errors = |measured: &dyn Fn(&(usize, usize, f64, f64)) -> f64| -> (f64, f64) {
+    // Median and worst absolute error of the predictions against `measured` per setting.
+    let errors = |measured: &dyn Fn(usize, usize) -> f64| -> (f64, f64) {
         let mut errs: Vec<f64> = rows
             .iter()
-            .map(|r| ((r.2 - measured(r)) / measured(r)).abs())
+            .map(|r| ((r.2 - measured(r.0, r.1)) / measured(r.0, r.1)).abs())
             .collect();
         errs.sort_by(f64::total_cmp);
         (errs[errs.len() / 2], *errs.last().unwrap_or(&0.0))
     };
-    let (median, worst) = errors(&|r| r.3);
+    let measured_of = |v: usize, b: usize| median_of((v, b), None);
+    let (median, worst) = errors(&measured_of);
     let raw_of = |set: (usize, usize)| stat_of(&raw_runs, set, None);
-    let (raw_median, raw_worst) = errors(&|r| raw_of((r.0, r.1)));
+    let (raw_median, raw_worst) = errors(&|v, b| raw_of((v, b)));
     let ref_range = refs
         .iter()
         .fold((f64::INFINITY, 0.0f64), |a, &r| (a.0.min(r), a.1.max(r)));
