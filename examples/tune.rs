@@ -83,8 +83,9 @@ struct Cli {
     /// cachegrind sweep (`docs/results/batcher.json` from `scripts/ppb_sweep.py`).
     #[arg(long)]
     cache: Option<std::path::PathBuf>,
-    /// The binary the sweep ran (node code sizes from `nm -S`); default: `ppb` next to
-    /// this example.
+    /// The binary the sweep ran (node code sizes from `nm -S`), or an earlier `--cache`
+    /// output (`.json`) whose stored code sizes are used; default: `ppb` next to this
+    /// example.
     #[arg(long)]
     binary: Option<std::path::PathBuf>,
     /// Batch sizes whose cachegrind points calibrate the miss parameters (the rest are

@@ -6,7 +6,9 @@
 //! predicted.
 
 use pktvec::model::calibrate::{fit_code_misses, fit_data_misses};
-use pktvec::model::ppb::{code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Path};
+use pktvec::model::ppb::{
+    code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path as FsPath;
@@ -147,6 +149,33 @@ fn footprints(syms: &[(String, usize)]) -> (Vec<usize>, usize, usize) {
     (bytes, process_dyn + source, source)
 }
 
+/// The footprints stored in an earlier output of this command (`code_bytes`,
+/// `batcher_code_bytes`): the sweep's measurements belong to the binary they were taken
+/// on, and the symbols of a later build (renamed, inlined differently) do not match.
+fn stored_footprints(
+    path: &FsPath,
+) -> Result<(Vec<usize>, usize, usize), Box<dyn std::error::Error>> {
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let bytes: Vec<usize> = NODES
+        .iter()
+        .map(|(name, _)| {
+            d["code_bytes"]
+                .as_array()
+                .and_then(|a| a.iter().find(|x| x["node"] == *name))
+                .and_then(|x| x["bytes"].as_u64())
+                .map(|b| b as usize)
+                .ok_or_else(|| format!("{}: no code_bytes for {name}", path.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    let b = &d["batcher_code_bytes"];
+    let get = |k: &str| {
+        b[k].as_u64()
+            .map(|x| x as usize)
+            .ok_or("batcher_code_bytes")
+    };
+    Ok((bytes, get("on")?, get("off")?))
+}
+
 /// The path mixes of `examples/ppb.rs`'s traffic, as node indices into [`NODES`]; every
 /// path includes the batcher (0) and the dispatcher (1), which run once per vector.
 fn traffic(name: &str) -> Vec<Path> {
@@ -154,7 +183,7 @@ fn traffic(name: &str) -> Vec<Path> {
     let ip6 = vec![0, 1, 2, 6, 7, 8, 10, 11];
     let p = |share: f64, nodes: Vec<usize>| Path { share, nodes };
     match name {
-        // 64-byte IPv4 and IPv6 strictly alternating (drawn independently by the model).
+        // 64-byte IPv4 and IPv6 strictly alternating ([`order`]: interleaved).
         "alternating" => vec![p(0.5, ip4), p(0.5, ip6)],
         // ipv4 70, ipv6 25 (2% of all VLAN-tagged), arp 1 (not for us: dropped),
         // unknown EtherType 1, malformed 1 (through ip4-input's general check).
@@ -173,6 +202,15 @@ fn traffic(name: &str) -> Vec<Path> {
                 p(1.0 / 98.0, vec![0, 1, 2, 3, 14, 12]),
             ]
         }
+    }
+}
+
+/// The order of a traffic's paths: `ppb`'s alternating traffic interleaves IPv4 and IPv6
+/// strictly; the realistic mix draws each packet's kind independently.
+fn order(name: &str) -> Order {
+    match name {
+        "alternating" => Order::Interleaved,
+        _ => Order::Independent,
     }
 }
 
@@ -222,8 +260,11 @@ pub fn run(
             }
         }
     }
-    let syms = symbols(bin)?;
-    let (bytes, batcher_on, batcher_off) = footprints(&syms);
+    let (bytes, batcher_on, batcher_off) = if bin.extension().is_some_and(|e| e == "json") {
+        stored_footprints(bin)?
+    } else {
+        footprints(&symbols(bin)?)
+    };
     let nodes = |on: bool| -> Vec<NodeCost> {
         NODES
             .iter()
@@ -259,7 +300,7 @@ pub fn run(
             .map(|p| {
                 let (w, n) = code_lines_per_packet(
                     &nodes(p.on),
-                    &traffic(p.traffic),
+                    (&traffic(p.traffic), order(p.traffic)),
                     p.b,
                     elephant(p.on),
                     WIDTH,
@@ -295,7 +336,7 @@ pub fn run(
         let mp = params[&(p.l1i, p.traffic)];
         let (i1, d1) = misses_per_packet(
             &nodes(p.on),
-            &traffic(p.traffic),
+            (&traffic(p.traffic), order(p.traffic)),
             p.b,
             elephant(p.on),
             WIDTH,

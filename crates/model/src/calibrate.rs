@@ -260,14 +260,16 @@ pub fn fit_code_misses(samples: &[(f64, f64, f64)]) -> (f64, f64) {
     let mut best = (f64::INFINITY, 0.0, 1.0);
     for k in 0..=100 {
         let phi = k as f64 / 100.0;
-        let pts: Vec<(f64, f64)> = samples
-            .iter()
-            .filter(|s| s.2 > 0.0 && s.0 + phi * s.1 > 0.0)
-            .map(|s| ((s.0 + phi * s.1).ln(), s.2.ln()))
-            .collect();
-        if pts.is_empty() {
+        let measured: Vec<&(f64, f64, f64)> = samples.iter().filter(|s| s.2 > 0.0).collect();
+        // A φ that predicts no lines where misses were measured cannot fit (leaving those
+        // points out would make it look better than it is).
+        if measured.is_empty() || measured.iter().any(|s| s.0 + phi * s.1 <= 0.0) {
             continue;
         }
+        let pts: Vec<(f64, f64)> = measured
+            .iter()
+            .map(|s| ((s.0 + phi * s.1).ln(), s.2.ln()))
+            .collect();
         let lm = pts.iter().map(|(x, y)| y - x).sum::<f64>() / pts.len() as f64;
         let err: f64 = pts.iter().map(|(x, y)| (x + lm - y).powi(2)).sum();
         if err < best.0 - 1e-12 {

@@ -211,27 +211,60 @@ pub struct MissParams {
     pub d_lines_per_packet: f64,
 }
 
+/// How a traffic's paths follow each other in the packet stream, which sets how many of
+/// them a vector of consecutive packets holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Order {
+    /// Each packet's path drawn independently: a node visited by a share q of the packets
+    /// is called in a vector of v with probability 1 − (1 − q)^v.
+    #[default]
+    Independent,
+    /// The paths interleaved evenly (round robin, e.g. strictly alternating IPv4/IPv6):
+    /// a vector of v consecutive packets calls such a node with probability min(1, q·v)
+    /// (with two alternating paths, every vector of 2 or more calls both).
+    Interleaved,
+}
+
+impl Order {
+    /// Probability that a vector of `vector` consecutive packets calls a node visited by
+    /// a share `q` of the packets.
+    ///
+    /// ```
+    /// use pktvec_model::ppb::Order;
+    /// assert_eq!(Order::Independent.call_probability(0.5, 2), 0.75);
+    /// assert_eq!(Order::Interleaved.call_probability(0.5, 2), 1.0);
+    /// assert_eq!(Order::Interleaved.call_probability(0.25, 2), 0.5);
+    /// ```
+    pub fn call_probability(self, q: f64, vector: usize) -> f64 {
+        match self {
+            Order::Independent => call_probability(q, vector),
+            Order::Interleaved => (q.max(0.0) * vector as f64).min(1.0),
+        }
+    }
+}
+
 /// Expected I1 and D1 misses per packet for vectors (or batches) of `vector` packets from
-/// the path mix `paths`: batcher off (`elephant_share = None`, mixed vectors) or on
+/// the path mix `paths` in the given `order`: batcher off (`elephant_share = None`, mixed vectors) or on
 /// (vectors of one queue, [`batcher_queues`]). `width` is the prefetch loop width (4 in
 /// pktvec's nodes) and `l1d_lines` the L1d size in lines. Per packet, so that I1 = Σ over
 /// the queues of (share / vector) × the expected I1 misses of one vector of that queue.
 ///
 /// ```
-/// use pktvec_model::ppb::{misses_per_packet, MissParams, NodeCost, Path};
+/// use pktvec_model::ppb::{misses_per_packet, MissParams, NodeCost, Order, Path};
 /// let node = |c: usize| NodeCost { name: String::new(), per_packet: 0.0, code_bytes: c, data_lines: 0.0 };
 /// let nodes = vec![node(2048), node(4096), node(4096)];
 /// let mix = vec![Path { share: 0.5, nodes: vec![0, 1] }, Path { share: 0.5, nodes: vec![0, 2] }];
 /// let p = MissParams { code_miss_ratio: 1.0, narrow_code_ratio: 1.0, ..Default::default() };
-/// let (off, _) = misses_per_packet(&nodes, &mix, 64, None, 4, 512.0, &p);
-/// let (on, _) = misses_per_packet(&nodes, &mix, 64, Some(0.05), 4, 512.0, &p);
+/// let mix = (mix.as_slice(), Order::Independent);
+/// let (off, _) = misses_per_packet(&nodes, mix, 64, None, 4, 512.0, &p);
+/// let (on, _) = misses_per_packet(&nodes, mix, 64, Some(0.05), 4, 512.0, &p);
 /// // Off: 32 + 64 + 64 lines per vector of 64; on: 32 + 64 lines per vector of 64.
 /// assert!((off - 160.0 / 64.0).abs() < 1e-6);
 /// assert!((on - 96.0 / 64.0).abs() < 1e-9);
 /// ```
 pub fn misses_per_packet(
     nodes: &[NodeCost],
-    paths: &[Path],
+    paths: (&[Path], Order),
     vector: usize,
     elephant_share: Option<f64>,
     width: usize,
@@ -248,10 +281,11 @@ pub fn misses_per_packet(
 
 /// Expected code lines per packet fetched by node calls, split into calls with at least
 /// `width` packets (wide) and fewer (narrow): Σ_queues share/vector × Σ_nodes
-/// P(called) × ⌈P_i/64⌉ (the model's I of eq. 2 in lines). The calibration's features.
+/// P(called) × ⌈P_i/64⌉ (the model's I of eq. 2 in lines), P(called) by the paths' order
+/// ([`Order::call_probability`]). The calibration's features.
 pub fn code_lines_per_packet(
     nodes: &[NodeCost],
-    paths: &[Path],
+    (paths, order): (&[Path], Order),
     vector: usize,
     elephant_share: Option<f64>,
     width: usize,
@@ -265,7 +299,7 @@ pub fn code_lines_per_packet(
                 continue;
             }
             let lines =
-                n.code_bytes.div_ceil(64) as f64 * call_probability(q, v) * share / v as f64;
+                n.code_bytes.div_ceil(64) as f64 * order.call_probability(q, v) * share / v as f64;
             if q * v as f64 >= width as f64 {
                 wide += lines;
             } else {
