@@ -177,10 +177,14 @@ fn stored_footprints(
 }
 
 /// The path mixes of `examples/ppb.rs`'s traffic, as node indices into [`NODES`]; every
-/// path includes the batcher (0) and the dispatcher (1), which run once per vector.
-fn traffic(name: &str) -> Vec<Path> {
-    let ip4 = vec![0, 1, 2, 3, 4, 5, 10, 11];
-    let ip6 = vec![0, 1, 2, 6, 7, 8, 10, 11];
+/// path includes the batcher (0) and the dispatcher (1), which run once per vector. With
+/// the batcher on (`on`), untagged IPv4/IPv6 vectors enter at `ip4-input`/`ip6-input`
+/// (`ppb`'s direct entry): `ethernet-input` (2) is only on the other packets' paths.
+fn traffic(name: &str, on: bool) -> Vec<Path> {
+    let eth: &[usize] = if on { &[] } else { &[2] };
+    let untagged = |rest: &[usize]| -> Vec<usize> { [&[0, 1], eth, rest].concat() };
+    let ip4 = untagged(&[3, 4, 5, 10, 11]);
+    let ip6 = untagged(&[6, 7, 8, 10, 11]);
     let p = |share: f64, nodes: Vec<usize>| Path { share, nodes };
     match name {
         // 64-byte IPv4 and IPv6 strictly alternating ([`order`]: interleaved).
@@ -188,18 +192,16 @@ fn traffic(name: &str) -> Vec<Path> {
         // ipv4 70, ipv6 25 (2% of all VLAN-tagged), arp 1 (not for us: dropped),
         // unknown EtherType 1, malformed 1 (through ip4-input's general check).
         _ => {
-            let tagged = |mut v: Vec<usize>| {
-                v.push(13);
-                v
-            };
+            // Tagged packets go through ethernet-input (2) and its tagged path (13).
+            let tagged = |rest: &[usize]| -> Vec<usize> { [&[0, 1, 2, 13], rest].concat() };
             vec![
-                p(0.98 * 70.0 / 98.0, ip4.clone()),
-                p(0.02 * 70.0 / 98.0, tagged(ip4)),
-                p(0.98 * 25.0 / 98.0, ip6.clone()),
-                p(0.02 * 25.0 / 98.0, tagged(ip6)),
+                p(0.98 * 70.0 / 98.0, ip4),
+                p(0.02 * 70.0 / 98.0, tagged(&[3, 4, 5, 10, 11])),
+                p(0.98 * 25.0 / 98.0, ip6),
+                p(0.02 * 25.0 / 98.0, tagged(&[6, 7, 8, 10, 11])),
                 p(1.0 / 98.0, vec![0, 1, 2, 9, 12]),
                 p(1.0 / 98.0, vec![0, 1, 2, 13, 12]),
-                p(1.0 / 98.0, vec![0, 1, 2, 3, 14, 12]),
+                p(1.0 / 98.0, untagged(&[3, 14, 12])),
             ]
         }
     }
@@ -300,7 +302,7 @@ pub fn run(
             .map(|p| {
                 let (w, n) = code_lines_per_packet(
                     &nodes(p.on),
-                    (&traffic(p.traffic), order(p.traffic)),
+                    (&traffic(p.traffic, p.on), order(p.traffic)),
                     p.b,
                     elephant(p.on),
                     WIDTH,
@@ -336,7 +338,7 @@ pub fn run(
         let mp = params[&(p.l1i, p.traffic)];
         let (i1, d1) = misses_per_packet(
             &nodes(p.on),
-            (&traffic(p.traffic), order(p.traffic)),
+            (&traffic(p.traffic, p.on), order(p.traffic)),
             p.b,
             elephant(p.on),
             WIDTH,
