@@ -92,6 +92,11 @@ struct Cli {
     /// predicted).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4, 64])]
     cal_batches: Vec<usize>,
+    /// With `--cache`: the I1 capacity term (one miss ratio, narrow ratio and capacity share
+    /// for both L1i sizes: code that fits the L1i does not miss); false: a miss ratio and
+    /// narrow ratio fitted per L1i size (session 5's model).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    i1_capacity: bool,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
     l1d: usize,
@@ -225,7 +230,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(b) => b.clone(),
             None => std::env::current_exe()?.with_file_name("ppb"),
         };
-        let doc = cache::run(data, &bin, &cli.cal_batches, cli.l1d, cli.json)?;
+        let doc = cache::run(
+            data,
+            &bin,
+            &cli.cal_batches,
+            cli.l1d,
+            cli.i1_capacity,
+            cli.json,
+        )?;
         if cli.json {
             println!("{doc}");
         }

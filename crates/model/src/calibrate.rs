@@ -279,6 +279,52 @@ pub fn fit_code_misses(samples: &[(f64, f64, f64)]) -> (f64, f64) {
     (best.1, best.2)
 }
 
+/// Fits the I1 side of [`MissParams`] with the capacity term, one set for all L1i sizes,
+/// from `(wide, narrow, footprint bytes, L1i bytes, measured I1 per packet)`:
+/// I1 = ratio × (wide + narrow_ratio × narrow) × max(0, 1 − capacity × L1i / footprint).
+/// narrow_ratio and capacity are searched on grids (0..=1 and 0.5..=1.5), the ratio by
+/// least squares of relative errors (each point's error over max(measured, `floor`), so
+/// points measured at ≈ 0 count without dominating). Returns (code_miss_ratio,
+/// narrow_code_ratio, code_capacity).
+///
+/// ```
+/// let truth = |w: f64, f: f64, c: f64| 0.8 * w * (1.0 - 0.9 * c / f).max(0.0);
+/// let pts: Vec<(f64, f64, f64, f64, f64)> = [(40.0, 20000.0, 32768.0), (40.0, 40000.0, 32768.0),
+///     (40.0, 40000.0, 8192.0), (10.0, 60000.0, 32768.0)]
+///     .iter().map(|&(w, f, c)| (w, 0.0, f, c, truth(w, f, c))).collect();
+/// let (m, _, k) = pktvec_model::calibrate::fit_code_capacity(&pts, 0.01);
+/// assert!((m - 0.8).abs() < 1e-6 && (k - 0.9).abs() < 1e-9);
+/// ```
+pub fn fit_code_capacity(samples: &[(f64, f64, f64, f64, f64)], floor: f64) -> (f64, f64, f64) {
+    let mut best = (f64::INFINITY, 0.0, 1.0, 0.0);
+    for kc in 0..=100 {
+        let capacity = 0.5 + kc as f64 / 100.0;
+        for kp in 0..=20 {
+            let phi = kp as f64 / 20.0;
+            let xs: Vec<(f64, f64, f64)> = samples
+                .iter()
+                .map(|&(w, n, f, c, y)| {
+                    let over = if f > 0.0 {
+                        (1.0 - capacity * c / f).max(0.0)
+                    } else {
+                        0.0
+                    };
+                    ((w + phi * n) * over, y.max(0.0), y.max(floor))
+                })
+                .collect();
+            let (sxy, sxx) = xs.iter().fold((0.0, 0.0), |a, (x, y, d)| {
+                (a.0 + x * y / (d * d), a.1 + x * x / (d * d))
+            });
+            let m = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+            let err: f64 = xs.iter().map(|(x, y, d)| ((m * x - y) / d).powi(2)).sum();
+            if err < best.0 - 1e-12 {
+                best = (err, m, phi, capacity);
+            }
+        }
+    }
+    (best.1, best.2, best.3)
+}
+
 /// Fits the D1 side of [`MissParams`](crate::ppb::MissParams) from `(packets in flight,
 /// measured D1 per packet)` pairs: D1 = k0 + R·(1 − exp(−n·w/C)) with C = `l1d_lines`;
 /// w searched on a geometric grid, (k0, R) by least squares weighted by 1/D1² (relative

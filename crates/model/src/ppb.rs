@@ -191,7 +191,12 @@ pub fn batcher_queues(paths: &[Path], elephant_share: Option<f64>) -> Vec<(f64, 
 ///   ⌈P_i/L⌉ lines, or `narrow_code_ratio` of them when the call has fewer packets than the
 ///   prefetch width (the 4-wide loop does not run); a share `code_miss_ratio` of those
 ///   lines misses (1 when the code between two calls of the node far exceeds the L1i,
-///   small when it nearly fits: calibrated per L1i size).
+///   small when it nearly fits: calibrated per L1i size). With a capacity
+///   (`l1i_bytes` > 0 and `code_capacity` > 0, session 6) the ratio is one for all L1i
+///   sizes and the fetched lines are scaled by the share of the code footprint F (the code
+///   a round of vectors runs, [`code_footprint`]) that does not fit:
+///   max(0, 1 − `code_capacity` × `l1i_bytes` / F) — a hot loop whose code fits the L1i
+///   does not miss.
 /// * D1 (eq. 3 with the packet lines' reuse): k = `d_compulsory` lines per packet miss
 ///   whatever the vector size (packet data, descriptors, table lines), and `d_reuse` lines
 ///   per packet are touched again by later nodes and miss with probability
@@ -209,6 +214,35 @@ pub struct MissParams {
     pub d_reuse: f64,
     /// Distinct D1 lines per packet in flight (sets the reuse distance).
     pub d_lines_per_packet: f64,
+    /// L1i size in bytes for the capacity term (0: no capacity term).
+    #[serde(default)]
+    pub l1i_bytes: f64,
+    /// Share of the L1i the code footprint can use before it misses (conflicts, data in a
+    /// unified level, the rest of the program); 0: no capacity term.
+    #[serde(default)]
+    pub code_capacity: f64,
+}
+
+impl MissParams {
+    /// The share of the fetched code lines that can miss for a code footprint of
+    /// `footprint` bytes: max(0, 1 − code_capacity × l1i_bytes / footprint), or 1 without a
+    /// capacity term.
+    ///
+    /// ```
+    /// use pktvec_model::ppb::MissParams;
+    /// let p = MissParams { l1i_bytes: 32768.0, code_capacity: 0.9, ..Default::default() };
+    /// assert_eq!(p.overflow_share(27_000.0), 0.0); // fits: no misses
+    /// assert!((p.overflow_share(58_982.4) - 0.5).abs() < 1e-9);
+    /// ```
+    pub fn overflow_share(&self, footprint: f64) -> f64 {
+        if self.l1i_bytes <= 0.0 || self.code_capacity <= 0.0 {
+            return 1.0;
+        }
+        if footprint <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.code_capacity * self.l1i_bytes / footprint).max(0.0)
+    }
 }
 
 /// How a traffic's paths follow each other in the packet stream, which sets how many of
@@ -272,11 +306,48 @@ pub fn misses_per_packet(
     p: &MissParams,
 ) -> (f64, f64) {
     let (wide, narrow) = code_lines_per_packet(nodes, paths, vector, elephant_share, width);
-    let i1 = p.code_miss_ratio * (wide + p.narrow_code_ratio * narrow);
+    let overflow = p.overflow_share(code_footprint(nodes, paths, vector, elephant_share));
+    let i1 = p.code_miss_ratio * (wide + p.narrow_code_ratio * narrow) * overflow;
     let in_flight = vector as f64 * if elephant_share.is_some() { 2.0 } else { 1.0 };
     let d1 = p.d_compulsory
         + p.d_reuse * (1.0 - (-(in_flight * p.d_lines_per_packet) / l1d_lines.max(1.0)).exp());
     (i1, d1)
+}
+
+/// The code footprint of a round of vectors: Σ_nodes code bytes × the probability that a
+/// round (one vector of each batcher queue, or one mixed vector) calls the node — the code
+/// that runs between two calls of the same node.
+///
+/// ```
+/// use pktvec_model::ppb::{code_footprint, NodeCost, Order, Path};
+/// let node = |c: usize| NodeCost { name: String::new(), per_packet: 0.0, code_bytes: c, data_lines: 0.0 };
+/// let nodes = vec![node(2048), node(4096), node(4096)];
+/// let mix = vec![Path { share: 0.5, nodes: vec![0, 1] }, Path { share: 0.5, nodes: vec![0, 2] }];
+/// // Alternating, vectors of 2 (batcher off): every vector runs all three nodes.
+/// assert_eq!(code_footprint(&nodes, (&mix, Order::Interleaved), 2, None), 10240.0);
+/// // With the batcher: one vector per path per round, all three nodes again.
+/// assert_eq!(code_footprint(&nodes, (&mix, Order::Interleaved), 2, Some(0.05)), 10240.0);
+/// ```
+pub fn code_footprint(
+    nodes: &[NodeCost],
+    (paths, order): (&[Path], Order),
+    vector: usize,
+    elephant_share: Option<f64>,
+) -> f64 {
+    let v = vector.max(1);
+    let queues = batcher_queues(paths, elephant_share);
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            // P(no vector of the round calls node i) = Π_queues (1 − P_q(called)).
+            let none: f64 = queues
+                .iter()
+                .map(|(_, mix)| 1.0 - order.call_probability(visit_share(mix, i), v))
+                .product();
+            n.code_bytes as f64 * (1.0 - none)
+        })
+        .sum()
 }
 
 /// Expected code lines per packet fetched by node calls, split into calls with at least
