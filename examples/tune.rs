@@ -93,9 +93,10 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4, 64])]
     cal_batches: Vec<usize>,
     /// With `--cache`: the I1 capacity term (one miss ratio, narrow ratio and capacity share
-    /// for both L1i sizes: code that fits the L1i does not miss); false: a miss ratio and
-    /// narrow ratio fitted per L1i size (session 5's model).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// for both L1i sizes: code that fits the L1i does not miss); false (default): a miss
+    /// ratio and narrow ratio fitted per L1i size, which predicts the 8 KiB L1i better
+    /// (model.md).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     i1_capacity: bool,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]

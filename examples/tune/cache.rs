@@ -392,10 +392,10 @@ pub fn run(
         }
         if !is_cal(p) && !near_zero {
             err_i1.entry(p.l1i).or_default().push(ei.abs());
-            // D1 does not depend on the simulated L1i: count it once (host runs).
-            if p.l1i == 32768 {
-                err_d1.push(ed.abs());
-            }
+        }
+        // D1 does not depend on the simulated L1i: count it once (host runs).
+        if !is_cal(p) && p.l1i == 32768 {
+            err_d1.push(ed.abs());
         }
         rows.push(json!({
             "traffic": p.traffic, "l1i": p.l1i, "batcher": if p.on { "on" } else { "off" },
