@@ -12,7 +12,7 @@
 
 use clap::{Parser, ValueEnum};
 use pktvec::graph::builtin::NullSink;
-use pktvec::graph::{Graph, GraphBuilder, GraphConfig, NodeKind};
+use pktvec::graph::{Graph, GraphBuilder, GraphConfig, NodeKind, RuntimeTable};
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::model::calibrate::{Calibration, Sample};
@@ -83,14 +83,21 @@ struct Cli {
     /// cachegrind sweep (`docs/results/batcher.json` from `scripts/ppb_sweep.py`).
     #[arg(long)]
     cache: Option<std::path::PathBuf>,
-    /// The binary the sweep ran (node code sizes from `nm -S`); default: `ppb` next to
-    /// this example.
+    /// The binary the sweep ran (node code sizes from `nm -S`), or an earlier `--cache`
+    /// output (`.json`) whose stored code sizes are used; default: `ppb` next to this
+    /// example.
     #[arg(long)]
     binary: Option<std::path::PathBuf>,
     /// Batch sizes whose cachegrind points calibrate the miss parameters (the rest are
     /// predicted).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4, 64])]
     cal_batches: Vec<usize>,
+    /// With `--cache`: the I1 capacity term (one miss ratio, narrow ratio and capacity share
+    /// for both L1i sizes: code that fits the L1i does not miss); false (default): a miss
+    /// ratio and narrow ratio fitted per L1i size, which predicts the 8 KiB L1i better
+    /// (model.md).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    i1_capacity: bool,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
     l1d: usize,
@@ -126,6 +133,15 @@ struct Cli {
     /// disturbed).
     #[arg(long, value_enum, default_value_t = Stat::Median)]
     stat: Stat,
+    /// Pair every measured run of the grid with a short run of a fixed reference setting
+    /// (V 256, b 64; a quarter of the packets) right after it, and divide the run by the
+    /// reference's speed factor (its cycles / the sitting's median reference): on this
+    /// shared 2-vCPU VM the whole machine slows by up to 2–3× for seconds at a time, which
+    /// a run's chunks cannot filter out; the reference, measured in the same seconds, sees
+    /// the same slowdown. The calibration uses the normalised runs; the JSON keeps the raw
+    /// medians and their errors too. `--reference false`: raw runs only (as before).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    reference: bool,
     /// Instead of the (B, b) grid: the batcher dimension on l3fwd behind the path batcher:
     /// the PPB model calibrated, off and each batch size predicted and measured on single-
     /// path and alternating traffic (one sitting, interleaved), the tuner's choice.
@@ -156,6 +172,9 @@ type Run = ((usize, usize), Vec<(String, f64)>);
 const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
 const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
+/// The reference setting of `--reference` (V, b).
+const REFERENCE: (usize, usize) = (256, 64);
+
 /// Chunks a measured run is split into ([`measure`]).
 const CHUNKS: u64 = 8;
 
@@ -179,23 +198,30 @@ fn measure(g: &mut Graph, v: usize, b: usize, n: u64) -> Vec<(String, f64)> {
             while done < n.div_ceil(CHUNKS) {
                 done += g.run_once();
             }
-            let rt = g.runtime();
-            let input: u64 = rt
-                .rows
-                .iter()
-                .filter(|r| r.kind == NodeKind::Input)
-                .map(|r| r.packets)
-                .sum();
-            let rows: Vec<(String, f64)> = rt
-                .rows
-                .iter()
-                .map(|r| (r.name.clone(), r.cycles as f64 / input.max(1) as f64))
-                .collect();
+            let rows = node_cycles_per_input(&g.runtime());
             (rows.iter().map(|r| r.1).sum(), rows)
         })
         .collect();
     chunks.sort_by(|a, b| a.0.total_cmp(&b.0));
     chunks.swap_remove(chunks.len() / 2).1
+}
+
+/// Packets and vectors the graph's input nodes produced, from a runtime table: every
+/// per-packet figure of the scenarios is per input packet.
+fn input_totals(rt: &RuntimeTable) -> (u64, u64) {
+    rt.rows
+        .iter()
+        .filter(|r| r.kind == NodeKind::Input)
+        .fold((0, 0), |a, r| (a.0 + r.packets, a.1 + r.vectors))
+}
+
+/// Each node's (name, cycles per input packet): what the batching model is calibrated on.
+fn node_cycles_per_input(rt: &RuntimeTable) -> Vec<(String, f64)> {
+    let (input, _) = input_totals(rt);
+    rt.rows
+        .iter()
+        .map(|r| (r.name.clone(), r.cycles as f64 / input.max(1) as f64))
+        .collect()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -205,7 +231,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(b) => b.clone(),
             None => std::env::current_exe()?.with_file_name("ppb"),
         };
-        let doc = cache::run(data, &bin, &cli.cal_batches, cli.l1d, cli.json)?;
+        let doc = cache::run(
+            data,
+            &bin,
+            &cli.cal_batches,
+            cli.l1d,
+            cli.i1_capacity,
+            cli.json,
+        )?;
         if cli.json {
             println!("{doc}");
         }
@@ -336,9 +369,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     b.add(&tx, NullSink);
     let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
 
-    // Calibration runs: vector sizes at the largest b, sub-batches at the largest vector.
+    // Calibration runs: every vector size of the grid at the largest b (V = 16 included:
+    // the grid's smallest vectors are then interpolated, not extrapolated from 1/32 to
+    // 1/16 through Δshared/B), sub-batches at the largest vector.
     let mut calib_runs = Vec::new();
-    for &v in &VECTORS[1..] {
+    for &v in &VECTORS {
         calib_runs.push((v, 64.min(v)));
     }
     for &bb in &[1, 4, 16, 32] {
@@ -360,6 +395,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut runs: Vec<Run> = Vec::new();
+    // With `--reference`: each run's reference total (cycles per packet at V 256, b 64).
+    let mut refs: Vec<f64> = Vec::new();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     for _ in 0..cli.reps {
         for i in (1..order.len()).rev() {
@@ -370,9 +407,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         for &(v, bb) in &order {
             runs.push(((v, bb), measure(&mut g, v, bb, cli.packets)));
+            if cli.reference {
+                let r = measure(&mut g, REFERENCE.0, REFERENCE.1, cli.packets / 4);
+                refs.push(r.iter().map(|c| c.1).sum());
+            }
         }
     }
-    let median_of = |set: (usize, usize), node: Option<&str>| -> f64 {
+    // The raw runs, kept for the JSON; `runs` becomes the normalised ones.
+    let raw_runs = runs.clone();
+    let speed: Vec<f64> = if cli.reference {
+        let mut sorted = refs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let typical = sorted[sorted.len() / 2];
+        refs.iter().map(|r| r / typical).collect()
+    } else {
+        vec![1.0; runs.len()]
+    };
+    for (r, f) in runs.iter_mut().zip(&speed) {
+        for c in r.1.iter_mut() {
+            c.1 /= f;
+        }
+    }
+    let stat_of = |runs: &[Run], set: (usize, usize), node: Option<&str>| -> f64 {
         let mut xs: Vec<f64> = runs
             .iter()
             .filter(|r| r.0 == set)
@@ -389,6 +445,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Stat::Min => xs[0],
         }
     };
+    let median_of = |set: (usize, usize), node: Option<&str>| stat_of(&runs, set, node);
     let names: Vec<String> = runs[0].1.iter().map(|(n, _)| n.clone()).collect();
     let mut samples = Vec::new();
     for &(v, bb) in &calib_runs {
@@ -420,10 +477,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         })
         .collect();
-    let mut errs: Vec<f64> = rows.iter().map(|r| ((r.2 - r.3) / r.3).abs()).collect();
-    errs.sort_by(f64::total_cmp);
-    let median = errs[errs.len() / 2];
-    let worst = *errs.last().unwrap_or(&0.0);
+    // Median and worst absolute error of the predictions against `measured` per setting.
+    let errors = |measured: &dyn Fn(usize, usize) -> f64| -> (f64, f64) {
+        let mut errs: Vec<f64> = rows
+            .iter()
+            .map(|r| ((r.2 - measured(r.0, r.1)) / measured(r.0, r.1)).abs())
+            .collect();
+        errs.sort_by(f64::total_cmp);
+        (errs[errs.len() / 2], *errs.last().unwrap_or(&0.0))
+    };
+    let measured_of = |v: usize, b: usize| median_of((v, b), None);
+    let (median, worst) = errors(&measured_of);
+    let raw_of = |set: (usize, usize)| stat_of(&raw_runs, set, None);
+    let (raw_median, raw_worst) = errors(&|v, b| raw_of((v, b)));
+    let ref_range = refs
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |a, &r| (a.0.min(r), a.1.max(r)));
     let mut tuner = Tuner::new(
         TunerConfig {
             vectors: VECTORS.to_vec(),
@@ -527,8 +596,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "table": format!("{:?}", cli.table).to_lowercase(),
                 "stat": format!("{:?}", cli.stat).to_lowercase(), "reps": cli.reps, "packets": cli.packets,
                 "machine": machine, "calibration": calib,
-                "grid": rows.iter().map(|r| serde_json::json!({"vector": r.0, "sub_batch": r.1, "predicted": r.2, "measured": r.3})).collect::<Vec<_>>(),
+                "grid": rows.iter().map(|r| serde_json::json!({"vector": r.0, "sub_batch": r.1, "predicted": r.2, "measured": r.3, "measured_raw": raw_of((r.0, r.1)),
+                    "reps_raw": raw_runs.iter().filter(|x| x.0 == (r.0, r.1)).map(|x| x.1.iter().map(|c| c.1).sum::<f64>()).collect::<Vec<_>>(),
+                    "nodes": calib.nodes.iter().map(|(n, m)| serde_json::json!({"node": n, "predicted": m.cycles_per_packet(r.0, r.1), "measured": median_of((r.0, r.1), Some(n))})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
                 "median_abs_error": median, "worst_abs_error": worst,
+                "reference": cli.reference.then(|| serde_json::json!({"vector": REFERENCE.0, "sub_batch": REFERENCE.1, "runs": refs.len(), "min": ref_range.0, "max": ref_range.1})),
+                "raw_median_abs_error": raw_median, "raw_worst_abs_error": raw_worst,
+                "calibration_runs": calib_runs,
                 "tuner": {"vector": tv, "sub_batch": tb, "measured": chosen.3},
                 "best": {"vector": best.0, "sub_batch": best.1, "measured": best.3},
                 "tuner_quality": quality,
@@ -557,10 +631,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         println!(
-            "prediction error: median {:.1}%, worst {:.1}% over {} settings",
+            "prediction error: median {:.1}%, worst {:.1}% over {} settings{}",
             100.0 * median,
             100.0 * worst,
-            rows.len()
+            rows.len(),
+            if cli.reference {
+                format!(
+                    " (speed-normalised; raw runs: median {:.1}%, worst {:.1}%; reference {:.1}–{:.1} cycles/packet)",
+                    100.0 * raw_median,
+                    100.0 * raw_worst,
+                    ref_range.0,
+                    ref_range.1
+                )
+            } else {
+                String::new()
+            }
         );
         println!(
             "tuner: V {tv}, b {tb}: {:.1} cycles/packet; best measured V {}, b {}: {:.1}; quality {:.1}%",

@@ -33,10 +33,12 @@ def cache_plot(doc, out_prefix):
             series.setdefault(lab, []).append(r)
         bs = sorted({r['b'] for r in rows})
         logy = ev == 'i1'
+        # Log axis: values at or below FLOOR (misses measured at ~0) are drawn at the floor.
+        FLOOR = 1e-3
         ys = [r[f'{ev}_{k}'] for r in rows for k in ('predicted', 'measured')]
-        ymin, ymax = (min(ys) * 0.8, max(ys) * 1.2) if logy else (0, max(ys) * 1.1)
+        ymin, ymax = (max(min(ys), FLOOR) * 0.8, max(ys) * 1.2) if logy else (0, max(ys) * 1.1)
         px = lambda b: L + (W - L - 230) * math.log2(b) / math.log2(bs[-1])
-        py = (lambda v: H - B - (H - B - T) * (math.log10(v) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))) if logy \
+        py = (lambda v: H - B - (H - B - T) * (math.log10(max(v, FLOOR)) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))) if logy \
             else (lambda v: H - B - (H - B - T) * v / ymax)
         o.append(f'<line x1="{L}" y1="{H-B}" x2="{W-220}" y2="{H-B}" stroke="black"/><line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>')
         o.append(f'<text x="{(W-150)/2}" y="{H-10}" text-anchor="middle">b (batch size with the batcher, vector size without)</text>')

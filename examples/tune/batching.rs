@@ -21,7 +21,7 @@
 
 use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, BurstSource};
 use pktvec::graph::builtin::{copy_into_buffers, NullSink};
-use pktvec::graph::{clock, Graph, GraphBuilder, GraphConfig, NodeKind};
+use pktvec::graph::{clock, Graph, GraphBuilder, GraphConfig};
 use pktvec::io::generator::Generator;
 use pktvec::io::profile::TrafficProfile;
 use pktvec::model::ppb::{BatchedGraph, BatchedPath, Batching, CallSample, NodeLoad};
@@ -156,18 +156,7 @@ fn stretch(g: &mut Graph, packets: u64, vectors: u64) -> Stretch {
     }
     let (c1, secs) = (clock::now(), t0.elapsed().as_secs_f64());
     let rt = g.runtime();
-    let input: u64 = rt
-        .rows
-        .iter()
-        .filter(|r| r.kind == NodeKind::Input)
-        .map(|r| r.packets)
-        .sum();
-    let vin: u64 = rt
-        .rows
-        .iter()
-        .filter(|r| r.kind == NodeKind::Input)
-        .map(|r| r.vectors)
-        .sum();
+    let (input, vin) = crate::input_totals(&rt);
     let per = |x: u64| x as f64 / input.max(1) as f64;
     Stretch {
         nodes: rt

@@ -12,8 +12,8 @@
 //!   a 4M-station table (beyond the caches).
 
 use pktvec::graph::builtin::NullSink;
+use pktvec::graph::NodeKind;
 use pktvec::graph::{clock, Context, Frame, Graph, GraphBuilder, GraphConfig, NoError, Node};
-use pktvec::graph::{NodeKind, RuntimeTable};
 use pktvec::io::generator::{Generator, GeneratorNext};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::model::calibrate::{Calibration, Sample};
@@ -169,13 +169,6 @@ struct Window {
     profile: Vec<f64>,
 }
 
-fn input_packets(rt: &RuntimeTable) -> (u64, u64) {
-    rt.rows
-        .iter()
-        .filter(|r| r.kind == NodeKind::Input)
-        .fold((0, 0), |a, r| (a.0 + r.packets, a.1 + r.vectors))
-}
-
 /// Runs `vectors` input vectors at the graph's current setting.
 fn window(g: &mut Graph, vectors: u64) -> Window {
     g.reset_stats();
@@ -187,7 +180,7 @@ fn window(g: &mut Graph, vectors: u64) -> Window {
     }
     let (c1, secs) = (clock::now(), t0.elapsed().as_secs_f64());
     let rt = g.runtime();
-    let (packets, vecs) = input_packets(&rt);
+    let (packets, vecs) = crate::input_totals(&rt);
     let node: u64 = rt.rows.iter().map(|r| r.cycles).sum();
     let mut profile: Vec<f64> = rt
         .rows
@@ -279,14 +272,7 @@ pub fn run(o: &Options, json_out: bool) -> Result<Value, Box<dyn std::error::Err
         let mut rows: Vec<Vec<(String, f64)>> = Vec::new();
         for _ in 0..o.calib_windows.max(1) {
             window(&mut g, o.window);
-            let rt = g.runtime();
-            let (packets, _) = input_packets(&rt);
-            rows.push(
-                rt.rows
-                    .iter()
-                    .map(|r| (r.name.clone(), r.cycles as f64 / packets.max(1) as f64))
-                    .collect(),
-            );
+            rows.push(crate::node_cycles_per_input(&g.runtime()));
         }
         for (i, (name, _)) in rows[0].iter().enumerate() {
             per_node.push((

@@ -55,6 +55,13 @@ pub struct Stall {
     /// table). Zero where the fit finds no such growth.
     #[serde(default)]
     pub delta_sub: f64,
+    /// The sub-batch span over which Δhide is reached: a miss is overlapped by the work of
+    /// the other b − 1 keys of its sub-batch, so the hidden part grows linearly with b until
+    /// that work covers the whole latency, Δhide·min(1, (b − 1)/span) (seed `000_*`
+    /// Algorithm 1: the sub-batch must be long enough for the prefetches to land). 0: the
+    /// seeds' saturating form Δhide·(b − 1)/b (the calibration picks the form that fits).
+    #[serde(default)]
+    pub hide_span: f64,
 }
 
 impl Stall {
@@ -66,17 +73,39 @@ impl Stall {
     /// // A cache-resident table: almost nothing to hide, each packet of sub-batch costs
     /// // 0.3 cycles per packet: b = 64 pays 0.3·63 = 18.9 cycles per packet more than b = 1
     /// // and hides at most 2; small sub-batches win.
-    /// let small = Stall { delta_fetch: 2.0, delta_hide: 2.0, delta_sub: 0.3 };
+    /// let small = Stall { delta_fetch: 2.0, delta_hide: 2.0, delta_sub: 0.3, hide_span: 0.0 };
     /// assert!(small.stall_per_packet(4) < small.stall_per_packet(64));
     /// assert_eq!(small.best_sub_batch(), 3); // √(2/0.3) ≈ 2.6
     /// // A table beyond the caches: 200 cycles to hide, large sub-batches win.
-    /// let large = Stall { delta_fetch: 200.0, delta_hide: 200.0, delta_sub: 0.05 };
+    /// let large = Stall { delta_fetch: 200.0, delta_hide: 200.0, delta_sub: 0.05, hide_span: 0.0 };
     /// assert!(large.stall_per_packet(64) < large.stall_per_packet(4));
     /// assert_eq!(large.best_sub_batch(), 63); // √(200/0.05) ≈ 63.2
     /// ```
     pub fn stall_per_packet(&self, sub_batch: usize) -> f64 {
         let b = sub_batch.max(1) as f64;
-        (self.delta_fetch - self.delta_hide * (b - 1.0) / b).max(0.0) + self.delta_sub * (b - 1.0)
+        (self.delta_fetch - self.delta_hide * self.hidden_share(sub_batch)).max(0.0)
+            + self.delta_sub * (b - 1.0)
+    }
+
+    /// The share of Δhide a sub-batch of `sub_batch` hides: (b − 1)/b, or with a
+    /// [`hide_span`](Self::hide_span) min(1, (b − 1)/span).
+    ///
+    /// ```
+    /// use pktvec_model::batching::Stall;
+    /// let seeds = Stall { delta_fetch: 100.0, delta_hide: 100.0, ..Default::default() };
+    /// assert_eq!(seeds.hidden_share(2), 0.5);
+    /// // A miss needs the work of 12 other keys to be hidden: b = 2 hides 1/12 of it.
+    /// let span = Stall { hide_span: 12.0, ..seeds };
+    /// assert!((span.hidden_share(2) - 1.0 / 12.0).abs() < 1e-12);
+    /// assert_eq!(span.hidden_share(13), 1.0);
+    /// ```
+    pub fn hidden_share(&self, sub_batch: usize) -> f64 {
+        let b = sub_batch.max(1) as f64;
+        if self.hide_span > 0.0 {
+            ((b - 1.0) / self.hide_span).min(1.0)
+        } else {
+            (b - 1.0) / b
+        }
     }
 
     /// The sub-batch with the lowest [`stall_per_packet`](Self::stall_per_packet) over the
@@ -85,6 +114,15 @@ impl Stall {
     pub fn best_sub_batch(&self) -> usize {
         if self.delta_hide <= 0.0 {
             return 1;
+        }
+        if self.hide_span > 0.0 {
+            // Piecewise linear: the best is b = 1 or where the whole of Δhide is reached.
+            let full = self.hide_span.ceil() as usize + 1;
+            return if self.stall_per_packet(full) < self.stall_per_packet(1) {
+                full
+            } else {
+                1
+            };
         }
         if self.delta_sub <= 0.0 {
             return usize::MAX;
@@ -171,6 +209,7 @@ mod tests {
                 delta_fetch: 50.0,
                 delta_hide: 45.0,
                 delta_sub: 0.0,
+                hide_span: 0.0,
             },
         };
         assert!(n.cycles_per_packet(1, 1) > n.cycles_per_packet(256, 1));
@@ -180,6 +219,7 @@ mod tests {
             delta_fetch: 10.0,
             delta_hide: 40.0,
             delta_sub: 0.0,
+            hide_span: 0.0,
         };
         assert_eq!(big.stall_per_packet(64), 0.0, "never negative");
         // The sub-batch cost is not offset by Δhide once the stall is hidden.
@@ -187,6 +227,7 @@ mod tests {
             delta_fetch: 1.0,
             delta_hide: 1.0,
             delta_sub: 0.6,
+            hide_span: 0.0,
         };
         assert!((resident.stall_per_packet(64) - (1.0 / 64.0 + 0.6 * 63.0)).abs() < 1e-9);
         assert!(resident.stall_per_packet(1) < resident.stall_per_packet(2));

@@ -27,7 +27,7 @@
 //! ```
 //! use pktvec_model::batching::{Compute, Stall, Node};
 //! let lookup = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-//!                     stall: Stall { delta_fetch: 60.0, delta_hide: 50.0, delta_sub: 0.0 } };
+//!                     stall: Stall { delta_fetch: 60.0, delta_hide: 50.0, delta_sub: 0.0, hide_span: 0.0 } };
 //! // Vectors of 256, sub-batches of 32: 2000/256 + 20 + (60 - 50·31/32) cycles per packet.
 //! let c = lookup.cycles_per_packet(256, 32);
 //! assert!((c - (2000.0 / 256.0 + 20.0 + 60.0 - 50.0 * 31.0 / 32.0)).abs() < 1e-9);

@@ -81,6 +81,21 @@ pub struct VectorCost {
     pub d1_misses: f64,
 }
 
+/// Share of the packets of `mix` that visit node `i` (at most 1).
+fn visit_share(mix: &[Path], i: usize) -> f64 {
+    mix.iter()
+        .filter(|p| p.nodes.contains(&i))
+        .map(|p| p.share)
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// Probability that a vector of `vector` packets, each visiting a node with probability
+/// `q` independently, calls that node: 1 − (1 − q)^vector.
+fn call_probability(q: f64, vector: usize) -> f64 {
+    1.0 - (1.0 - q.min(1.0)).powi(vector.min(i32::MAX as usize) as i32)
+}
+
 /// Expected O_vec (eq. 4) for a vector of `vector` packets whose paths are drawn from
 /// `paths` independently (batcher off), or all on one path (batcher on: pass a single
 /// path with share 1). A node runs once per vector if any of its packets visits it, on the
@@ -89,16 +104,11 @@ pub struct VectorCost {
 pub fn vector_cost(m: &Machine, nodes: &[NodeCost], paths: &[Path], vector: usize) -> VectorCost {
     let mut out = VectorCost::default();
     for (i, n) in nodes.iter().enumerate() {
-        // Share of packets that visit node i.
-        let q: f64 = paths
-            .iter()
-            .filter(|p| p.nodes.contains(&i))
-            .map(|p| p.share)
-            .sum();
+        let q = visit_share(paths, i);
         if q <= 0.0 {
             continue;
         }
-        let called = 1.0 - (1.0 - q.min(1.0)).powi(vector as i32);
+        let called = call_probability(q, vector);
         let s = q * vector as f64;
         let per =
             n.per_packet * s + called * m.i_cost(n.code_bytes) + m.d_cost(n.data_lines, 1) * s;
@@ -125,7 +135,7 @@ pub fn total_cost(
 pub fn expected_paths(paths: &[Path], vector: usize) -> f64 {
     paths
         .iter()
-        .map(|p| 1.0 - (1.0 - p.share).powi(vector as i32))
+        .map(|p| call_probability(p.share, vector))
         .sum()
 }
 
@@ -181,7 +191,12 @@ pub fn batcher_queues(paths: &[Path], elephant_share: Option<f64>) -> Vec<(f64, 
 ///   ⌈P_i/L⌉ lines, or `narrow_code_ratio` of them when the call has fewer packets than the
 ///   prefetch width (the 4-wide loop does not run); a share `code_miss_ratio` of those
 ///   lines misses (1 when the code between two calls of the node far exceeds the L1i,
-///   small when it nearly fits: calibrated per L1i size).
+///   small when it nearly fits: calibrated per L1i size). With a capacity
+///   (`l1i_bytes` > 0 and `code_capacity` > 0, session 6) the ratio is one for all L1i
+///   sizes and the fetched lines are scaled by the share of the code footprint F (the code
+///   a round of vectors runs, [`code_footprint`]) that does not fit:
+///   max(0, 1 − `code_capacity` × `l1i_bytes` / F) — a hot loop whose code fits the L1i
+///   does not miss.
 /// * D1 (eq. 3 with the packet lines' reuse): k = `d_compulsory` lines per packet miss
 ///   whatever the vector size (packet data, descriptors, table lines), and `d_reuse` lines
 ///   per packet are touched again by later nodes and miss with probability
@@ -199,29 +214,91 @@ pub struct MissParams {
     pub d_reuse: f64,
     /// Distinct D1 lines per packet in flight (sets the reuse distance).
     pub d_lines_per_packet: f64,
+    /// L1i size in bytes for the capacity term (0: no capacity term).
+    #[serde(default)]
+    pub l1i_bytes: f64,
+    /// Share of the L1i the code footprint can use before it misses (conflicts, data in a
+    /// unified level, the rest of the program); 0: no capacity term.
+    #[serde(default)]
+    pub code_capacity: f64,
+}
+
+impl MissParams {
+    /// The share of the fetched code lines that can miss for a code footprint of
+    /// `footprint` bytes: max(0, 1 − code_capacity × l1i_bytes / footprint), or 1 without a
+    /// capacity term.
+    ///
+    /// ```
+    /// use pktvec_model::ppb::MissParams;
+    /// let p = MissParams { l1i_bytes: 32768.0, code_capacity: 0.9, ..Default::default() };
+    /// assert_eq!(p.overflow_share(27_000.0), 0.0); // fits: no misses
+    /// assert!((p.overflow_share(58_982.4) - 0.5).abs() < 1e-9);
+    /// ```
+    pub fn overflow_share(&self, footprint: f64) -> f64 {
+        if self.l1i_bytes <= 0.0 || self.code_capacity <= 0.0 {
+            return 1.0;
+        }
+        if footprint <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.code_capacity * self.l1i_bytes / footprint).max(0.0)
+    }
+}
+
+/// How a traffic's paths follow each other in the packet stream, which sets how many of
+/// them a vector of consecutive packets holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Order {
+    /// Each packet's path drawn independently: a node visited by a share q of the packets
+    /// is called in a vector of v with probability 1 − (1 − q)^v.
+    #[default]
+    Independent,
+    /// The paths interleaved evenly (round robin, e.g. strictly alternating IPv4/IPv6):
+    /// a vector of v consecutive packets calls such a node with probability min(1, q·v)
+    /// (with two alternating paths, every vector of 2 or more calls both).
+    Interleaved,
+}
+
+impl Order {
+    /// Probability that a vector of `vector` consecutive packets calls a node visited by
+    /// a share `q` of the packets.
+    ///
+    /// ```
+    /// use pktvec_model::ppb::Order;
+    /// assert_eq!(Order::Independent.call_probability(0.5, 2), 0.75);
+    /// assert_eq!(Order::Interleaved.call_probability(0.5, 2), 1.0);
+    /// assert_eq!(Order::Interleaved.call_probability(0.25, 2), 0.5);
+    /// ```
+    pub fn call_probability(self, q: f64, vector: usize) -> f64 {
+        match self {
+            Order::Independent => call_probability(q, vector),
+            Order::Interleaved => (q.max(0.0) * vector as f64).min(1.0),
+        }
+    }
 }
 
 /// Expected I1 and D1 misses per packet for vectors (or batches) of `vector` packets from
-/// the path mix `paths`: batcher off (`elephant_share = None`, mixed vectors) or on
+/// the path mix `paths` in the given `order`: batcher off (`elephant_share = None`, mixed vectors) or on
 /// (vectors of one queue, [`batcher_queues`]). `width` is the prefetch loop width (4 in
 /// pktvec's nodes) and `l1d_lines` the L1d size in lines. Per packet, so that I1 = Σ over
 /// the queues of (share / vector) × the expected I1 misses of one vector of that queue.
 ///
 /// ```
-/// use pktvec_model::ppb::{misses_per_packet, MissParams, NodeCost, Path};
+/// use pktvec_model::ppb::{misses_per_packet, MissParams, NodeCost, Order, Path};
 /// let node = |c: usize| NodeCost { name: String::new(), per_packet: 0.0, code_bytes: c, data_lines: 0.0 };
 /// let nodes = vec![node(2048), node(4096), node(4096)];
 /// let mix = vec![Path { share: 0.5, nodes: vec![0, 1] }, Path { share: 0.5, nodes: vec![0, 2] }];
 /// let p = MissParams { code_miss_ratio: 1.0, narrow_code_ratio: 1.0, ..Default::default() };
-/// let (off, _) = misses_per_packet(&nodes, &mix, 64, None, 4, 512.0, &p);
-/// let (on, _) = misses_per_packet(&nodes, &mix, 64, Some(0.05), 4, 512.0, &p);
+/// let mix = (mix.as_slice(), Order::Independent);
+/// let (off, _) = misses_per_packet(&nodes, mix, 64, None, 4, 512.0, &p);
+/// let (on, _) = misses_per_packet(&nodes, mix, 64, Some(0.05), 4, 512.0, &p);
 /// // Off: 32 + 64 + 64 lines per vector of 64; on: 32 + 64 lines per vector of 64.
 /// assert!((off - 160.0 / 64.0).abs() < 1e-6);
 /// assert!((on - 96.0 / 64.0).abs() < 1e-9);
 /// ```
 pub fn misses_per_packet(
     nodes: &[NodeCost],
-    paths: &[Path],
+    paths: (&[Path], Order),
     vector: usize,
     elephant_share: Option<f64>,
     width: usize,
@@ -229,19 +306,57 @@ pub fn misses_per_packet(
     p: &MissParams,
 ) -> (f64, f64) {
     let (wide, narrow) = code_lines_per_packet(nodes, paths, vector, elephant_share, width);
-    let i1 = p.code_miss_ratio * (wide + p.narrow_code_ratio * narrow);
+    let overflow = p.overflow_share(code_footprint(nodes, paths, vector, elephant_share));
+    let i1 = p.code_miss_ratio * (wide + p.narrow_code_ratio * narrow) * overflow;
     let in_flight = vector as f64 * if elephant_share.is_some() { 2.0 } else { 1.0 };
     let d1 = p.d_compulsory
         + p.d_reuse * (1.0 - (-(in_flight * p.d_lines_per_packet) / l1d_lines.max(1.0)).exp());
     (i1, d1)
 }
 
+/// The code footprint of a round of vectors: Σ_nodes code bytes × the probability that a
+/// round (one vector of each batcher queue, or one mixed vector) calls the node — the code
+/// that runs between two calls of the same node.
+///
+/// ```
+/// use pktvec_model::ppb::{code_footprint, NodeCost, Order, Path};
+/// let node = |c: usize| NodeCost { name: String::new(), per_packet: 0.0, code_bytes: c, data_lines: 0.0 };
+/// let nodes = vec![node(2048), node(4096), node(4096)];
+/// let mix = vec![Path { share: 0.5, nodes: vec![0, 1] }, Path { share: 0.5, nodes: vec![0, 2] }];
+/// // Alternating, vectors of 2 (batcher off): every vector runs all three nodes.
+/// assert_eq!(code_footprint(&nodes, (&mix, Order::Interleaved), 2, None), 10240.0);
+/// // With the batcher: one vector per path per round, all three nodes again.
+/// assert_eq!(code_footprint(&nodes, (&mix, Order::Interleaved), 2, Some(0.05)), 10240.0);
+/// ```
+pub fn code_footprint(
+    nodes: &[NodeCost],
+    (paths, order): (&[Path], Order),
+    vector: usize,
+    elephant_share: Option<f64>,
+) -> f64 {
+    let v = vector.max(1);
+    let queues = batcher_queues(paths, elephant_share);
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            // P(no vector of the round calls node i) = Π_queues (1 − P_q(called)).
+            let none: f64 = queues
+                .iter()
+                .map(|(_, mix)| 1.0 - order.call_probability(visit_share(mix, i), v))
+                .product();
+            n.code_bytes as f64 * (1.0 - none)
+        })
+        .sum()
+}
+
 /// Expected code lines per packet fetched by node calls, split into calls with at least
 /// `width` packets (wide) and fewer (narrow): Σ_queues share/vector × Σ_nodes
-/// P(called) × ⌈P_i/64⌉ (the model's I of eq. 2 in lines). The calibration's features.
+/// P(called) × ⌈P_i/64⌉ (the model's I of eq. 2 in lines), P(called) by the paths' order
+/// ([`Order::call_probability`]). The calibration's features.
 pub fn code_lines_per_packet(
     nodes: &[NodeCost],
-    paths: &[Path],
+    (paths, order): (&[Path], Order),
     vector: usize,
     elephant_share: Option<f64>,
     width: usize,
@@ -250,17 +365,12 @@ pub fn code_lines_per_packet(
     let v = vector.max(1);
     for (share, mix) in batcher_queues(paths, elephant_share) {
         for (i, n) in nodes.iter().enumerate() {
-            let q: f64 = mix
-                .iter()
-                .filter(|p| p.nodes.contains(&i))
-                .map(|p| p.share)
-                .sum::<f64>()
-                .min(1.0);
+            let q = visit_share(&mix, i);
             if q <= 0.0 {
                 continue;
             }
-            let called = 1.0 - (1.0 - q).powi(v as i32);
-            let lines = n.code_bytes.div_ceil(64) as f64 * called * share / v as f64;
+            let lines =
+                n.code_bytes.div_ceil(64) as f64 * order.call_probability(q, v) * share / v as f64;
             if q * v as f64 >= width as f64 {
                 wide += lines;
             } else {
@@ -426,16 +536,11 @@ impl BatchedGraph {
             .filter(|&i| mix.iter().all(|p| p.nodes.first() == Some(&i)));
         for (share, qmix) in &queues {
             for (i, o) in out.iter_mut().enumerate() {
-                let q: f64 = qmix
-                    .iter()
-                    .filter(|p| p.nodes.contains(&i))
-                    .map(|p| p.share)
-                    .sum::<f64>()
-                    .min(1.0);
+                let q = visit_share(qmix, i);
                 if q <= 0.0 {
                     continue;
                 }
-                o.calls += share * (1.0 - (1.0 - q).powi(v as i32)) / v as f64;
+                o.calls += share * call_probability(q, v) / v as f64;
                 o.packets += share * q;
                 if Some(i) != input {
                     o.mixed += share * q * mixedness(qmix, i, None);

@@ -272,7 +272,7 @@ impl Tuner {
     /// use pktvec_model::tuner::{Tuner, TunerConfig};
     /// let node = |hide: f64| Node {
     ///     compute: Compute { delta_shared: 2000.0, delta_necessary: 100.0, delta_cache: 0.0 },
-    ///     stall: Stall { delta_fetch: hide, delta_hide: hide, delta_sub: 0.0 } };
+    ///     stall: Stall { delta_fetch: hide, delta_hide: hide, delta_sub: 0.0, hide_span: 0.0 } };
     /// let calib = |hide| Calibration { nodes: vec![("lookup".into(), node(hide))] };
     /// // 10 of 118 cycles hideable (8.5%): resident; b is capped (8 by default).
     /// let t = Tuner::new(TunerConfig::default(), calib(10.0));
@@ -402,7 +402,7 @@ impl Tuner {
     /// use pktvec_model::calibrate::Calibration;
     /// use pktvec_model::tuner::{Tuner, TunerConfig};
     /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0 } };
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0, hide_span: 0.0 } };
     /// let t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
     /// let top = t.top_predicted(3);
     /// assert_eq!(top[0], t.setting());
@@ -562,7 +562,7 @@ impl Tuner {
     /// use pktvec_model::calibrate::Calibration;
     /// use pktvec_model::tuner::{Tuner, TunerConfig};
     /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
-    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0 } };
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0, hide_span: 0.0 } };
     /// let mut t = Tuner::new(TunerConfig::default(), Calibration { nodes: vec![("lookup".into(), node)] });
     /// // The machine slows down 1.5× but the profile is the same: no exploration.
     /// for _ in 0..5 { t.observe_profile(90.0, &[0.5, 0.5]); }
@@ -904,6 +904,7 @@ mod tests {
                         delta_fetch: fetch,
                         delta_hide: fetch * 0.9,
                         delta_sub: 0.0,
+                        hide_span: 0.0,
                     },
                 },
             )],
@@ -940,6 +941,7 @@ mod tests {
                 delta_fetch: hide,
                 delta_hide: hide,
                 delta_sub: sub,
+                hide_span: 0.0,
             },
         };
         Calibration {
