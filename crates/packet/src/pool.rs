@@ -157,6 +157,8 @@ impl ExternalRegion {
     /// the `count` buffers do not overlap, and nothing else reads or writes a buffer's
     /// bytes while the pool holds it (between its allocation or adoption and its free or
     /// release). The pool checks the sizes it is given but cannot check these.
+    // SAFETY: an `unsafe fn` because the memory's validity and exclusivity (above) are the
+    // caller's to prove; the tests at the end of this file build regions over leaked memory.
     pub unsafe fn new(
         base: std::ptr::NonNull<u8>,
         stride: usize,
