@@ -82,6 +82,8 @@ struct TableInfo {
     quarters: routes::Ipv4QuarterStats,
     /// Growth of this process's AnonHugePages (KiB) while building the THP-advised table.
     thp_kib: Option<u64>,
+    /// `/proc/loadavg` at the start of each timing round (inside the lock).
+    loadavg: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -609,9 +611,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // moments of the sitting.
         let mut mine: Vec<Measured> = Vec::new();
         let mut theirs: Vec<Measured> = Vec::new();
+        let mut loadavg = Vec::new();
         for round in 0..rounds {
             let _lock = BenchLock::take(lock_path.as_deref())?;
-            eprintln!("{name}: round {} of {rounds}", round + 1);
+            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            eprintln!(
+                "{name}: round {} of {rounds}; load {}",
+                round + 1,
+                load.trim()
+            );
+            loadavg.push(load.trim().to_string());
             let mut m: Vec<Measured> = ours(&lpm, &keys, reps)
                 .into_iter()
                 .map(|(m, c, s)| (format!("{m} [THP]"), c, s))
@@ -669,6 +678,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rte_lpm_tbl8s: tbl8s,
             build_ms,
             thp_kib,
+            loadavg,
             read_path_bytes: lpm.read_path_bytes(),
             quarters,
         });
