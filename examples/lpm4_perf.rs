@@ -115,6 +115,33 @@ type Method<'a> = (
     Box<dyn Fn(&[u32], &mut [Option<u32>], &mut [u32]) + 'a>,
 );
 
+/// A method that answers in raw form (`MISS` for no route), called on each vector of
+/// [`VEC`] keys.
+fn per_vector_raw<'a>(name: String, f: impl Fn(&[u32], &mut [u32]) + 'a) -> Method<'a> {
+    (
+        name,
+        true,
+        Box::new(move |k, _, r| {
+            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                f(k, r);
+            }
+        }),
+    )
+}
+
+/// A method that answers `Option`s, called on each vector of [`VEC`] keys.
+fn per_vector_option<'a>(name: String, f: impl Fn(&[u32], &mut [Option<u32>]) + 'a) -> Method<'a> {
+    (
+        name,
+        false,
+        Box::new(move |k, o, _| {
+            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
+                f(k, o);
+            }
+        }),
+    )
+}
+
 /// Runs every method once per pass, `reps` passes (interleaved, so drifts in machine load
 /// hit all methods alike); returns each method's best cycles per key and its checksum.
 fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
@@ -128,23 +155,13 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }
         }),
     ));
-    methods.push((
+    methods.push(per_vector_option(
         "vector-256 lookup_bulk (no prefetch)".into(),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_bulk(k, o);
-            }
-        }),
+        |k, o| lpm.lookup_bulk(k, o),
     ));
-    methods.push((
+    methods.push(per_vector_option(
         "vector-256 lookup_vector_batched b=32".into(),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_vector_batched(k, o, 32);
-            }
-        }),
+        |k, o| lpm.lookup_vector_batched(k, o, 32),
     ));
     // The graph's two-phase helper: prefetch(key) for a sub-batch, then lookup(key).
     methods.push((
@@ -161,68 +178,38 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }
         }),
     ));
-    methods.push((
+    methods.push(per_vector_raw(
         "vector-256 lookup_bulk_raw (no prefetch)".into(),
-        true,
-        Box::new(|k, _, r| {
-            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                lpm.lookup_bulk_raw(k, r);
-            }
-        }),
+        |k, r| lpm.lookup_bulk_raw(k, r),
     ));
     for b in [16usize, 32, 64, 128, 256] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_raw b={b}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_raw(k, r, b);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_raw(k, r, b),
         ));
     }
     for b in [64usize, 128, 256] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_raw_portable b={b}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_raw_portable(k, r, b);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_raw_portable(k, r, b),
         ));
     }
     for d in [4usize, 8, 16] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_pipelined d={d}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_pipelined(k, r, d);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_pipelined(k, r, d),
         ));
     }
-    methods.push((
+    methods.push(per_vector_option(
         format!("vector-256 lookup_vector (Option, b={DEFAULT_SUB_BATCH})"),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_vector(k, o);
-            }
-        }),
+        |k, o| lpm.lookup_vector(k, o),
     ));
     // Last: the DIR-24-8 master's 64 MiB first level evicts the read path from the
     // caches (each pass starts with an untimed warm-up, below).
     for d in [16usize, 32] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("DIR-24-8 master lookup_vector_dir24 d={d}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_dir24(k, r, d);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_dir24(k, r, d),
         ));
     }
     let mut out = vec![None; keys.len()];
