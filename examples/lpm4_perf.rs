@@ -17,7 +17,9 @@
 //! prefixes and seed 1; `tier1` = the tier1 dump; `union` = `routes::union_prefixes` of the
 //! tier1 dump and the RIPE 2010 fib, 1,069,869 real prefixes, next hop = index in the
 //! sorted union; or a route file's path), `--stats-only` (print each table's size, read
-//! path and /18-quarter runs, time nothing), `--dpdk` (build and run
+//! path and /18-quarter runs, time nothing), `--count METHOD --passes N` (no timing: run
+//! one method N times for `valgrind --tool=cachegrind`, see `count_passes`; writes the route
+//! and key files for `benches/dpdk/lpm4_count.c`), `--dpdk` (build and run
 //! `benches/dpdk/lpm4_bench.c` against the files written to `--dir`, default /tmp, with the
 //! EAL on `--no-huge -m 2048` as the issue prescribes), `--dpdk-huge` (also run it with 1 GiB
 //! of 2 MiB hugetlbfs pages; needs `nr_hugepages` reserved and hugetlbfs mounted),
@@ -80,6 +82,8 @@ struct TableInfo {
     quarters: routes::Ipv4QuarterStats,
     /// Growth of this process's AnonHugePages (KiB) while building the THP-advised table.
     thp_kib: Option<u64>,
+    /// `/proc/loadavg` at the start of each timing round (inside the lock).
+    loadavg: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -111,6 +115,33 @@ type Method<'a> = (
     Box<dyn Fn(&[u32], &mut [Option<u32>], &mut [u32]) + 'a>,
 );
 
+/// A method that answers in raw form (`MISS` for no route), called on each vector of
+/// [`VEC`] keys.
+fn per_vector_raw<'a>(name: String, f: impl Fn(&[u32], &mut [u32]) + 'a) -> Method<'a> {
+    (
+        name,
+        true,
+        Box::new(move |k, _, r| {
+            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
+                f(k, r);
+            }
+        }),
+    )
+}
+
+/// A method that answers `Option`s, called on each vector of [`VEC`] keys.
+fn per_vector_option<'a>(name: String, f: impl Fn(&[u32], &mut [Option<u32>]) + 'a) -> Method<'a> {
+    (
+        name,
+        false,
+        Box::new(move |k, o, _| {
+            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
+                f(k, o);
+            }
+        }),
+    )
+}
+
 /// Runs every method once per pass, `reps` passes (interleaved, so drifts in machine load
 /// hit all methods alike); returns each method's best cycles per key and its checksum.
 fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
@@ -124,23 +155,13 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }
         }),
     ));
-    methods.push((
+    methods.push(per_vector_option(
         "vector-256 lookup_bulk (no prefetch)".into(),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_bulk(k, o);
-            }
-        }),
+        |k, o| lpm.lookup_bulk(k, o),
     ));
-    methods.push((
+    methods.push(per_vector_option(
         "vector-256 lookup_vector_batched b=32".into(),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_vector_batched(k, o, 32);
-            }
-        }),
+        |k, o| lpm.lookup_vector_batched(k, o, 32),
     ));
     // The graph's two-phase helper: prefetch(key) for a sub-batch, then lookup(key).
     methods.push((
@@ -157,68 +178,38 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             }
         }),
     ));
-    methods.push((
+    methods.push(per_vector_raw(
         "vector-256 lookup_bulk_raw (no prefetch)".into(),
-        true,
-        Box::new(|k, _, r| {
-            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                lpm.lookup_bulk_raw(k, r);
-            }
-        }),
+        |k, r| lpm.lookup_bulk_raw(k, r),
     ));
     for b in [16usize, 32, 64, 128, 256] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_raw b={b}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_raw(k, r, b);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_raw(k, r, b),
         ));
     }
     for b in [64usize, 128, 256] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_raw_portable b={b}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_raw_portable(k, r, b);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_raw_portable(k, r, b),
         ));
     }
     for d in [4usize, 8, 16] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("vector-256 lookup_vector_pipelined d={d}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_pipelined(k, r, d);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_pipelined(k, r, d),
         ));
     }
-    methods.push((
+    methods.push(per_vector_option(
         format!("vector-256 lookup_vector (Option, b={DEFAULT_SUB_BATCH})"),
-        false,
-        Box::new(|k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                lpm.lookup_vector(k, o);
-            }
-        }),
+        |k, o| lpm.lookup_vector(k, o),
     ));
     // Last: the DIR-24-8 master's 64 MiB first level evicts the read path from the
     // caches (each pass starts with an untimed warm-up, below).
     for d in [16usize, 32] {
-        methods.push((
+        methods.push(per_vector_raw(
             format!("DIR-24-8 master lookup_vector_dir24 d={d}"),
-            true,
-            Box::new(move |k, _, r| {
-                for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                    lpm.lookup_vector_dir24(k, r, d);
-                }
-            }),
+            move |k, r| lpm.lookup_vector_dir24(k, r, d),
         ));
     }
     let mut out = vec![None; keys.len()];
@@ -355,17 +346,22 @@ impl Harness {
             mem: None,
         };
         loop {
-            let mut line = String::new();
-            if h.out.read_line(&mut line)? == 0 {
-                return Err(format!("lpm4_bench exited: {:?}", h.child.wait()?).into());
-            }
-            let f: Vec<&str> = line.split_whitespace().collect();
-            match f.as_slice() {
+            let f = h.next_line()?;
+            match f.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
                 ["ready"] => return Ok(h),
                 ["memory", b] => h.mem = Some(b.parse()?),
-                _ => eprintln!("  {}", line.trim_end()),
+                _ => eprintln!("  {}", f.join(" ")),
             }
         }
+    }
+
+    /// The harness's next output line, split into fields; an error if it has exited.
+    fn next_line(&mut self) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+        let mut line = String::new();
+        if self.out.read_line(&mut line)? == 0 {
+            return Err(format!("lpm4_bench exited: {:?}", self.child.wait()?).into());
+        }
+        Ok(line.split_whitespace().map(String::from).collect())
     }
 
     /// One timing round: every method, `reps` passes.
@@ -375,15 +371,12 @@ impl Harness {
         stdin.flush()?;
         let mut rows = Vec::new();
         loop {
-            let mut line = String::new();
-            if self.out.read_line(&mut line)? == 0 {
-                return Err(format!("lpm4_bench exited: {:?}", self.child.wait()?).into());
-            }
-            let f: Vec<&str> = line.split_whitespace().collect();
+            let f = self.next_line()?;
+            let f: Vec<&str> = f.iter().map(String::as_str).collect();
             match f.as_slice() {
                 ["end"] => return Ok(rows),
                 ["result", ..] => rows.push(parse_result(&f, self.hugepages)?),
-                _ => eprintln!("  {}", line.trim_end()),
+                _ => eprintln!("  {}", f.join(" ")),
             }
         }
     }
@@ -463,13 +456,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rounds: usize = value("--rounds").map_or(Ok(1), |s| s.parse())?.max(1);
     let tables = value("--tables").unwrap_or_else(|| "gen,tier1".into());
     let stats_only = flag("--stats-only");
+    let count = value("--count");
+    let passes: usize = value("--passes").map_or(Ok(1), |s| s.parse())?;
     let dir = PathBuf::from(value("--dir").unwrap_or_else(|| "/tmp".into()));
     let dpdk = flag("--dpdk") || flag("--dpdk-huge");
     let dpdk_huge = flag("--dpdk-huge");
     let lock_path = value("--lock");
     let tbl8s: u32 = 65_536;
     let hz = clock::tsc_hz();
-    let harness = if dpdk && !stats_only {
+    let harness = if dpdk && !stats_only && count.is_none() {
         Some(build_harness(&dir)?)
     } else {
         None
@@ -547,6 +542,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if stats_only {
             continue;
         }
+        if let Some(method) = &count {
+            // Deterministic counts: run one method `passes` times, untimed (under
+            // `valgrind --tool=cachegrind`, the difference of two pass counts is the cost
+            // of the lookups alone); also writes the files that `benches/dpdk/lpm4_count.c`
+            // counts rte_lpm_lookup_bulk on.
+            routes::write_routes_file(dir.join("lpm4_routes.txt"), &table_routes)?;
+            let sum = count_passes(&lpm, &keys, method, passes)?;
+            println!("{name}: {method} x{passes}: checksum {sum:016x}");
+            continue;
+        }
         let lpm_4k = Lpm4::from_routes(
             Lpm4Config {
                 huge_pages: false,
@@ -593,9 +598,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // moments of the sitting.
         let mut mine: Vec<Measured> = Vec::new();
         let mut theirs: Vec<Measured> = Vec::new();
+        let mut loadavg = Vec::new();
         for round in 0..rounds {
             let _lock = BenchLock::take(lock_path.as_deref())?;
-            eprintln!("{name}: round {} of {rounds}", round + 1);
+            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            eprintln!(
+                "{name}: round {} of {rounds}; load {}",
+                round + 1,
+                load.trim()
+            );
+            loadavg.push(load.trim().to_string());
             let mut m: Vec<Measured> = ours(&lpm, &keys, reps)
                 .into_iter()
                 .map(|(m, c, s)| (format!("{m} [THP]"), c, s))
@@ -653,9 +665,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rte_lpm_tbl8s: tbl8s,
             build_ms,
             thp_kib,
+            loadavg,
             read_path_bytes: lpm.read_path_bytes(),
             quarters,
         });
+    }
+    if count.is_some() {
+        return Ok(());
     }
     print_report(&report);
     if let Some(p) = value("--json") {
@@ -667,6 +683,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("wrote {p}");
     }
     Ok(())
+}
+
+/// `--count METHOD --passes N`: `passes` untimed passes of one method over all keys
+/// (`single`, `raw:B` = `lookup_vector_raw` with sub-batch B, `portable:B`, `dir24:D`);
+/// returns the answers' checksum.
+fn count_passes(
+    lpm: &Lpm4,
+    keys: &[u32],
+    method: &str,
+    passes: usize,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    let (kind, arg) = method.split_once(':').unwrap_or((method, "256"));
+    let arg: usize = arg.parse()?;
+    let mut raw = vec![0u32; keys.len()];
+    for _ in 0..passes {
+        let chunks = keys.chunks(VEC).zip(raw.chunks_mut(VEC));
+        match kind {
+            "single" => {
+                for (k, r) in keys.iter().zip(raw.iter_mut()) {
+                    *r = lpm.lookup(*k).unwrap_or(MISS);
+                }
+            }
+            "raw" => chunks.for_each(|(k, r)| lpm.lookup_vector_raw(k, r, arg)),
+            "portable" => chunks.for_each(|(k, r)| lpm.lookup_vector_raw_portable(k, r, arg)),
+            "dir24" => chunks.for_each(|(k, r)| lpm.lookup_vector_dir24(k, r, arg)),
+            _ => return Err(format!("--count: unknown method {method}").into()),
+        }
+    }
+    let out: Vec<Option<u32>> = raw.iter().map(|&r| (r != MISS).then_some(r)).collect();
+    Ok(fnv(&out))
 }
 
 fn print_report(r: &Report) {
