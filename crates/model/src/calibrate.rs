@@ -279,7 +279,7 @@ pub fn fit_code_misses(samples: &[(f64, f64, f64)]) -> (f64, f64) {
     (best.1, best.2)
 }
 
-/// Fits the I1 side of [`MissParams`] with the capacity term, one set for all L1i sizes,
+/// Fits the I1 side of [`MissParams`](crate::ppb::MissParams) with the capacity term, one set for all L1i sizes,
 /// from `(wide, narrow, footprint bytes, L1i bytes, measured I1 per packet)`:
 /// I1 = ratio × (wide + narrow_ratio × narrow) × max(0, 1 − capacity × L1i / footprint).
 /// narrow_ratio and capacity are searched on grids (0..=1 and 0.5..=1.5), the ratio by
