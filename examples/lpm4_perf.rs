@@ -115,31 +115,31 @@ type Method<'a> = (
     Box<dyn Fn(&[u32], &mut [Option<u32>], &mut [u32]) + 'a>,
 );
 
+/// A method called on each vector of [`VEC`] keys, writing the output slice `pick` chooses
+/// (`raw`: the `u32` one, else the `Option` one).
+fn per_vector<'a, T: 'a>(
+    name: String,
+    raw: bool,
+    pick: for<'x> fn(&'x mut [Option<u32>], &'x mut [u32]) -> &'x mut [T],
+    f: impl Fn(&[u32], &mut [T]) + 'a,
+) -> Method<'a> {
+    let body = move |k: &[u32], o: &mut [Option<u32>], r: &mut [u32]| {
+        for (k, out) in k.chunks(VEC).zip(pick(o, r).chunks_mut(VEC)) {
+            f(k, out);
+        }
+    };
+    (name, raw, Box::new(body))
+}
+
 /// A method that answers in raw form (`MISS` for no route), called on each vector of
 /// [`VEC`] keys.
 fn per_vector_raw<'a>(name: String, f: impl Fn(&[u32], &mut [u32]) + 'a) -> Method<'a> {
-    (
-        name,
-        true,
-        Box::new(move |k, _, r| {
-            for (k, r) in k.chunks(VEC).zip(r.chunks_mut(VEC)) {
-                f(k, r);
-            }
-        }),
-    )
+    per_vector(name, true, |_, r| r, f)
 }
 
 /// A method that answers `Option`s, called on each vector of [`VEC`] keys.
 fn per_vector_option<'a>(name: String, f: impl Fn(&[u32], &mut [Option<u32>]) + 'a) -> Method<'a> {
-    (
-        name,
-        false,
-        Box::new(move |k, o, _| {
-            for (k, o) in k.chunks(VEC).zip(o.chunks_mut(VEC)) {
-                f(k, o);
-            }
-        }),
-    )
+    per_vector(name, false, |o, _| o, f)
 }
 
 /// Runs every method once per pass, `reps` passes (interleaved, so drifts in machine load

@@ -379,6 +379,18 @@ pub fn fit_data_misses(samples: &[(f64, f64)], l1d_lines: f64) -> (f64, f64, f64
 mod tests {
     use super::*;
 
+    /// Samples of `truth` at each (B, b) of `points`, as calibration runs would measure them.
+    fn measured(truth: &Node, points: impl IntoIterator<Item = (usize, usize)>) -> Vec<Sample> {
+        points
+            .into_iter()
+            .map(|(vector, sub_batch)| Sample {
+                vector,
+                sub_batch,
+                cycles_per_packet: truth.cycles_per_packet(vector, sub_batch),
+            })
+            .collect()
+    }
+
     #[test]
     fn recovers_a_known_node() {
         let truth = Node {
@@ -394,21 +406,13 @@ mod tests {
                 hide_span: 0.0,
             },
         };
-        let mut s = Vec::new();
-        for v in [16, 32, 64, 128, 256] {
-            s.push(Sample {
-                vector: v,
-                sub_batch: 64,
-                cycles_per_packet: truth.cycles_per_packet(v, 64),
-            });
-        }
-        for b in [1, 2, 4, 8, 16, 32] {
-            s.push(Sample {
-                vector: 256,
-                sub_batch: b,
-                cycles_per_packet: truth.cycles_per_packet(256, b),
-            });
-        }
+        let vectors = [16, 32, 64, 128, 256].map(|v| (v, 64));
+        let s = measured(
+            &truth,
+            vectors
+                .into_iter()
+                .chain([1, 2, 4, 8, 16, 32].map(|b| (256, b))),
+        );
         let fit = fit_node(&s);
         for v in [8, 16, 256] {
             for b in [1, 4, 64] {
@@ -440,21 +444,11 @@ mod tests {
                 hide_span: 15.0,
             },
         };
-        let mut s = Vec::new();
-        for v in [16, 32, 64, 128, 256] {
-            s.push(Sample {
-                vector: v,
-                sub_batch: v.min(64),
-                cycles_per_packet: truth.cycles_per_packet(v, v.min(64)),
-            });
-        }
-        for b in [1, 4, 16, 32] {
-            s.push(Sample {
-                vector: 256,
-                sub_batch: b,
-                cycles_per_packet: truth.cycles_per_packet(256, b),
-            });
-        }
+        let vectors = [16, 32, 64, 128, 256].map(|v| (v, v.min(64)));
+        let s = measured(
+            &truth,
+            vectors.into_iter().chain([1, 4, 16, 32].map(|b| (256, b))),
+        );
         let fit = fit_node(&s);
         assert_eq!(fit.stall.hide_span, 15.0, "{fit:?}");
         for v in [16, 64, 256] {
