@@ -573,22 +573,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // rounds and outside the lock.
         let mut harnesses = Vec::new();
         if let Some(bin) = &harness {
-            harnesses.push(Harness::start(
-                bin,
-                &routes_path,
-                &keys_path,
-                reps,
-                tbl8s,
-                false,
-            )?);
-            if dpdk_huge {
+            // 4 KiB pages always; 2 MiB hugepages too when asked.
+            for huge in [false, true].into_iter().take(1 + usize::from(dpdk_huge)) {
                 harnesses.push(Harness::start(
                     bin,
                     &routes_path,
                     &keys_path,
                     reps,
                     tbl8s,
-                    true,
+                    huge,
                 )?);
             }
         }

@@ -772,7 +772,8 @@ mod avx512 {
             while i < vec_end {
                 // SAFETY: in bounds as in stage (1).
                 let k = unsafe { _mm512_loadu_si512(keys.as_ptr().add(i).cast()) };
-                // SAFETY: `i + 16 <= 256`.
+                // SAFETY: `rec` is stage 1's local array of 256 record words and
+                // `i + 16 <= vec_end <= 256`, so the 64-byte unaligned load is inside it.
                 let rn = unsafe { _mm512_loadu_si512(rec.as_ptr().add(i).cast()) };
                 let r = _mm512_and_si512(rn, _mm512_set1_epi32(REC_MASK as i32));
                 // All ones in the lanes of narrow (3-byte) records.
@@ -807,7 +808,8 @@ mod avx512 {
                     )),
                     _mm512_and_si512(idx, narrow),
                 );
-                // SAFETY: `i + 16 <= vec_end <= out.len()`.
+                // SAFETY: `i + 16 <= vec_end <= out.len()`, so the 16 offsets are stored
+                // inside `out`, which this call borrows mutably.
                 unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), off) };
                 // Only where values often lie beyond the bitmap's line (see
                 // `prefetch_values`): elsewhere the value is in the line just gathered.
