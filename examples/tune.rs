@@ -98,6 +98,19 @@ struct Cli {
     /// (model.md).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     i1_capacity: bool,
+    /// With `--cache`: the code lines measured by `scripts/model_footprints.py` (callgrind
+    /// on the calibration settings of the same binary): I1 from those lines on an 8-way
+    /// LRU L1i (`pktvec_model::icache`), with each run's node calls (`lru`) and with the
+    /// path model's (`lru_path`), next to the footprint × ratio model (`ratio`).
+    #[arg(long)]
+    footprints: Option<std::path::PathBuf>,
+    /// With `--cache --footprints`: the batcher's flush deadline in packets of the
+    /// cachegrind runs, for the path model's node calls (`lru_path`): `ppb`'s 100 µs at
+    /// valgrind's ≈ 20 µs per packet (18–28 µs measured: `seconds` / `packets` of `ppb
+    /// --json` under cachegrind) ≈ 5 packets, shorter than a receive round from b = 4 on,
+    /// so every queue is flushed once per round. 0: queues always fill to a batch.
+    #[arg(long, default_value_t = 5.0)]
+    flush_deadline_packets: f64,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
     l1d: usize,
@@ -234,10 +247,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let doc = cache::run(
             data,
             &bin,
-            &cli.cal_batches,
-            cli.l1d,
-            cli.i1_capacity,
-            cli.json,
+            &cache::Options {
+                cal_batches: &cli.cal_batches,
+                l1d: cli.l1d,
+                capacity: cli.i1_capacity,
+                lines_file: cli.footprints.as_deref(),
+                deadline: (cli.flush_deadline_packets > 0.0).then_some(cli.flush_deadline_packets),
+                json: cli.json,
+            },
         )?;
         if cli.json {
             println!("{doc}");
