@@ -133,7 +133,7 @@ struct Cli {
     #[arg(long, value_delimiter = ',')]
     replay_extra: Vec<String>,
     /// The calibration's rule for the stall's shape (`Stall::hide_span`).
-    #[arg(long, value_enum, default_value_t = SpanRuleArg::LeaveOneOut)]
+    #[arg(long, value_enum, default_value_t = SpanRuleArg::PreferSeeds)]
     span_rule: SpanRuleArg,
     /// Online (and `--batcher`): input vectors per window.
     #[arg(long, default_value_t = 512)]

@@ -5,6 +5,7 @@
 //! grid — the same measurements, a different fit, no new timing.
 
 use pktvec::model::calibrate::{Calibration, Sample, SpanRule};
+use pktvec::model::tuner::{CacheFit, Tuner, TunerConfig};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -84,6 +85,33 @@ pub fn run(
                     .map(|(_, x)| *x)
                     .collect();
                 let (om, ow) = errors(&out);
+                // The tuner's choice from this calibration (the example's configuration) and
+                // its grid quality: the grid's best measured over the choice's measured.
+                let fit: Option<CacheFit> = serde_json::from_value(r["table_fit"].clone()).ok();
+                let choice = Tuner::new(
+                    TunerConfig {
+                        vectors: vec![16, 32, 64, 128, 256],
+                        sub_batches: vec![1, 2, 4, 8, 16, 32, 64],
+                        table_fit: fit,
+                        ..TunerConfig::default()
+                    },
+                    c.clone(),
+                )
+                .setting();
+                let measured_at = |v: usize, b: usize| {
+                    grid.iter()
+                        .find(|g| {
+                            g["vector"].as_u64() == Some(v as u64)
+                                && g["sub_batch"].as_u64() == Some(b as u64)
+                        })
+                        .and_then(|g| g["measured"].as_f64())
+                        .unwrap_or(f64::NAN)
+                };
+                let best = grid
+                    .iter()
+                    .filter_map(|g| g["measured"].as_f64())
+                    .fold(f64::INFINITY, f64::min);
+                let quality = best / measured_at(choice.vector, choice.sub_batch);
                 let (nm, nw) = errors(&norm);
                 let (rm, rw) = errors(&raw);
                 let spans: Vec<Value> = c
@@ -95,13 +123,15 @@ pub fn run(
                 let row = json!({
                     "sitting": tag, "app": r["app"], "table": r["table"], "rule": format!("{rule:?}"),
                     "reference": r["reference"], "median": nm, "worst": nw,
-                    "predicted_points": out.len(), "predicted_median": om, "predicted_worst": ow, "raw_median": rm, "raw_worst": rw,
+                    "predicted_points": out.len(), "predicted_median": om, "predicted_worst": ow,
+                    "tuner": [choice.vector, choice.sub_batch], "grid_quality": quality,
+                    "stored_tuner": [r["tuner"]["vector"], r["tuner"]["sub_batch"]], "raw_median": rm, "raw_worst": rw,
                     "stored_median": r["median_abs_error"], "stored_worst": r["worst_abs_error"],
                     "spans": spans,
                 });
                 if !json {
                     println!(
-                        "{tag} {:5} {:5} {:12} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  spans {}",
+                        "{tag} {:5} {:5} {:12} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  tuner V {} b {} grid quality {:5.1}%  spans {}",
                         r["app"].as_str().unwrap_or(""),
                         r["table"].as_str().unwrap_or(""),
                         format!("{rule:?}"),
@@ -114,7 +144,10 @@ pub fn run(
                         100.0 * om,
                         100.0 * ow,
                         out.len(),
-                        Value::from(row["spans"].clone())
+                        choice.vector,
+                        choice.sub_batch,
+                        100.0 * quality,
+                        row["spans"]
                     );
                 }
                 rows.push(row);
