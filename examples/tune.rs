@@ -106,6 +106,11 @@ struct Cli {
     /// path model's (`lru_path`), next to the footprint × ratio model (`ratio`).
     #[arg(long)]
     footprints: Option<std::path::PathBuf>,
+    /// With `--footprints`: touches of different nodes' lines spread at random (Poisson)
+    /// for the realistic mix (paths drawn per packet), evenly for alternating traffic;
+    /// default: evenly for both (an upper bound on conflicts).
+    #[arg(long)]
+    i1_spread_by_order: bool,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`): `ppb`'s 100 µs at
     /// valgrind's ≈ 20 µs per packet (18–28 µs measured: `seconds` / `packets` of `ppb
@@ -288,6 +293,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 lines_file: cli.footprints.as_deref(),
                 deadline: (cli.flush_deadline_packets > 0.0).then_some(cli.flush_deadline_packets),
                 json: cli.json,
+                spread_by_order: cli.i1_spread_by_order,
             },
         )?;
         if cli.json {

@@ -6,7 +6,7 @@
 //! predicted.
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
-use pktvec::model::icache::{code_misses_by_node, CacheGeometry, CodeLine, NodeRate};
+use pktvec::model::icache::{code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread};
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
 };
@@ -95,6 +95,9 @@ const NODES: &[(&str, &[&str])] = &[
         &["pktvec_nodes::ip4::ip4_input_general"],
     ),
 ];
+
+/// The prefetch loops' width (packets per iteration of the wide loop).
+const WIDTH: usize = 4;
 
 /// I1 misses per packet below which a measured point counts as ≈ 0 (no relative error).
 const MIN_MISSES: f64 = 0.01;
@@ -414,8 +417,9 @@ fn lru_i1(
     rates: &[NodeRate],
     b: usize,
     l1i: usize,
-    width: usize,
+    spread_by_order: bool,
 ) -> Vec<f64> {
+    let width = WIDTH;
     let onoff = if on { "on" } else { "off" };
     let mut lines: Vec<CodeLine> = Vec::new();
     for (o, r) in rates.iter().enumerate() {
@@ -439,6 +443,11 @@ fn lru_i1(
             ways: 8,
             line: 64,
         },
+        if spread_by_order && order(tr) == Order::Independent {
+            Spread::Random
+        } else {
+            Spread::Even
+        },
     )
 }
 
@@ -456,6 +465,9 @@ pub struct Options<'a> {
     pub deadline: Option<f64>,
     /// Print nothing (the caller prints the JSON).
     pub json: bool,
+    /// I1: touches of different nodes spread at random for independently drawn paths
+    /// ([`Spread::Random`]), else evenly.
+    pub spread_by_order: bool,
 }
 
 /// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
@@ -471,6 +483,7 @@ pub fn run(
         lines_file,
         deadline,
         json,
+        spread_by_order,
     } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
@@ -535,7 +548,6 @@ pub fn run(
             })
             .collect()
     };
-    const WIDTH: usize = 4;
     const ELEPHANT: f64 = 0.05; // BatcherConfig::default().elephant_share
     let elephant = |on: bool| if on { Some(ELEPHANT) } else { None };
     let l1d_lines = (l1d / 64) as f64;
@@ -651,12 +663,12 @@ pub fn run(
                     p.on,
                     p.b,
                 );
-                let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, WIDTH);
+                let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
                 variants.push(("lru", by.iter().sum(), is_cal_i1(p)));
                 by_owner.push(("lru", by));
             }
             let rates = path_rates(p.traffic, p.on, p.b, deadline);
-            let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, WIDTH);
+            let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
             variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("lru_path", by));
         }

@@ -167,16 +167,55 @@ pub fn lru_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> f64 {
 /// assert!((m[8] - 0.5).abs() < 1e-9 && (m[9] - 0.5).abs() < 1e-9);
 /// ```
 pub fn lru_line_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> Vec<f64> {
+    let grouped: Vec<(u64, f64, usize)> = lines.iter().map(|&(l, t)| (l, t, 0)).collect();
+    lru_line_misses_grouped(&grouped, geo, Spread::Even)
+}
+
+/// How the touches of lines of *different* owners fall between two touches of a line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Spread {
+    /// Evenly (periodic calls, e.g. strictly alternating paths): a line touched at a
+    /// fraction r of another's rate is touched between two of its touches with probability
+    /// min(1, r).
+    #[default]
+    Even,
+    /// At random (paths drawn per packet): with probability 1 − e^(−r) (Poisson). Lines of
+    /// the same owner run in the same calls and keep the even form.
+    Random,
+}
+
+/// [`lru_line_misses`] with each entry's owner (`(line, touches per packet, owner)`) and
+/// the [`Spread`] of touches between owners.
+///
+/// ```
+/// use pktvec_model::icache::{lru_line_misses_grouped, CacheGeometry, Spread};
+/// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 };
+/// // Line 0 (owner 0) every packet; eight lines of owner 1 in its set every packet too.
+/// let mut lines = vec![(0u64, 1.0, 0usize)];
+/// lines.extend((1..9).map(|k| (16 * k, 1.0, 1)));
+/// let even: f64 = lru_line_misses_grouped(&lines, geo, Spread::Even).iter().sum();
+/// let random: f64 = lru_line_misses_grouped(&lines, geo, Spread::Random).iter().sum();
+/// assert!((even - 9.0).abs() < 1e-9); // nine lines cycled through eight ways
+/// // At random, line 0 sees all eight others only with probability (1 − 1/e)^8, and each
+/// // other line sees line 0 in its gap with probability 1 − 1/e.
+/// let p = 1.0 - (-1.0f64).exp();
+/// assert!((random - (p.powi(8) + 8.0 * p)).abs() < 1e-9);
+/// ```
+pub fn lru_line_misses_grouped(
+    lines: &[(u64, f64, usize)],
+    geo: CacheGeometry,
+    spread: Spread,
+) -> Vec<f64> {
     let sets = geo.sets() as u64;
-    let mut merged: BTreeMap<u64, f64> = BTreeMap::new();
-    for &(l, t) in lines {
+    let mut merged: BTreeMap<u64, (f64, usize)> = BTreeMap::new();
+    for &(l, t, g) in lines {
         if t > 0.0 {
-            *merged.entry(l).or_default() += t;
+            merged.entry(l).or_insert((0.0, g)).0 += t;
         }
     }
-    let mut by_set: BTreeMap<u64, Vec<(u64, f64)>> = BTreeMap::new();
-    for (l, t) in merged {
-        by_set.entry(l % sets).or_default().push((l, t));
+    let mut by_set: BTreeMap<u64, Vec<(u64, f64, usize)>> = BTreeMap::new();
+    for (l, (t, g)) in merged {
+        by_set.entry(l % sets).or_default().push((l, t, g));
     }
     let ways = geo.ways;
     let mut per_line: BTreeMap<u64, f64> = BTreeMap::new();
@@ -184,15 +223,19 @@ pub fn lru_line_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> Vec<f64> {
         if rates.len() <= ways {
             continue; // all fit: compulsory misses only
         }
-        for (i, &(l, tl)) in rates.iter().enumerate() {
+        for (i, &(l, tl, gl)) in rates.iter().enumerate() {
             // dist[k] = P(k other lines touched in the gap), k capped at `ways`.
             let mut dist = vec![0.0; ways + 1];
             dist[0] = 1.0;
-            for (j, &(_, tm)) in rates.iter().enumerate() {
+            for (j, &(_, tm, gm)) in rates.iter().enumerate() {
                 if j == i {
                     continue;
                 }
-                let p = (tm / tl).min(1.0);
+                let r = tm / tl;
+                let p = match spread {
+                    Spread::Random if gm != gl => 1.0 - (-r).exp(),
+                    _ => r.min(1.0),
+                };
                 for k in (0..=ways).rev() {
                     let from = if k > 0 { dist[k - 1] * p } else { 0.0 };
                     dist[k] = if k == ways {
@@ -205,13 +248,13 @@ pub fn lru_line_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> Vec<f64> {
             per_line.insert(l, tl * dist[ways]);
         }
     }
-    let total: BTreeMap<u64, f64> = lines.iter().fold(BTreeMap::new(), |mut m, &(l, t)| {
+    let total: BTreeMap<u64, f64> = lines.iter().fold(BTreeMap::new(), |mut m, &(l, t, _)| {
         *m.entry(l).or_default() += t.max(0.0);
         m
     });
     lines
         .iter()
-        .map(|&(l, t)| match (per_line.get(&l), total.get(&l)) {
+        .map(|&(l, t, _)| match (per_line.get(&l), total.get(&l)) {
             (Some(m), Some(&tt)) if tt > 0.0 && t > 0.0 => m * t / tt,
             _ => 0.0,
         })
@@ -232,20 +275,31 @@ pub fn lru_line_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> Vec<f64> {
 /// assert!((m - 12.0 / 64.0).abs() < 1e-9); // all 12 miss on every call
 /// ```
 pub fn code_misses(lines: &[CodeLine], rates: &[NodeRate], geo: CacheGeometry) -> f64 {
-    code_misses_by_node(lines, rates, geo).iter().sum()
+    code_misses_by_node(lines, rates, geo, Spread::Even)
+        .iter()
+        .sum()
 }
 
-/// [`code_misses`] per owner (index as in `rates`): which node's code misses.
-pub fn code_misses_by_node(lines: &[CodeLine], rates: &[NodeRate], geo: CacheGeometry) -> Vec<f64> {
-    let touched: Vec<(u64, f64)> = lines
+/// [`code_misses`] per owner (index as in `rates`): which node's code misses; `spread`:
+/// how touches of different nodes' lines fall between each other ([`Spread`]).
+pub fn code_misses_by_node(
+    lines: &[CodeLine],
+    rates: &[NodeRate],
+    geo: CacheGeometry,
+    spread: Spread,
+) -> Vec<f64> {
+    let touched: Vec<(u64, f64, usize)> = lines
         .iter()
         .map(|l| {
             let r = rates.get(l.node).copied().unwrap_or_default();
-            (l.line, l.touch_rate(r))
+            (l.line, l.touch_rate(r), l.node)
         })
         .collect();
     let mut by_node = vec![0.0; rates.len()];
-    for (l, m) in lines.iter().zip(lru_line_misses(&touched, geo)) {
+    for (l, m) in lines
+        .iter()
+        .zip(lru_line_misses_grouped(&touched, geo, spread))
+    {
         if let Some(x) = by_node.get_mut(l.node) {
             *x += m;
         }
@@ -304,11 +358,11 @@ mod tests {
             calls: 1.0 / 32.0,
             packets: 1.0,
         };
-        let by = code_misses_by_node(&lines, &[r, r], L1I);
+        let by = code_misses_by_node(&lines, &[r, r], L1I, Spread::Even);
         assert!((by[0] - 8.0 / 32.0).abs() < 1e-9, "{by:?}");
         assert!((by[1] - 4.0 / 32.0).abs() < 1e-9, "{by:?}");
         // Node 1 not called: node 0's 8 lines fit, nothing misses.
-        let by = code_misses_by_node(&lines, &[r, NodeRate::default()], L1I);
+        let by = code_misses_by_node(&lines, &[r, NodeRate::default()], L1I, Spread::Even);
         assert_eq!(by, vec![0.0, 0.0]);
         // Every miss is a touch: misses per packet never exceed touches per packet.
         assert!(code_misses(&lines, &[r, r], L1I) <= 16.0 / 32.0 + 1e-12);
