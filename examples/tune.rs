@@ -15,7 +15,7 @@ use pktvec::graph::builtin::NullSink;
 use pktvec::graph::{Graph, GraphBuilder, GraphConfig, NodeKind, RuntimeTable};
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
-use pktvec::model::calibrate::{Calibration, Sample};
+use pktvec::model::calibrate::{Calibration, Sample, SpanRule};
 use pktvec::model::probe::{Machine, ProbeConfig};
 use pktvec::model::tuner::{CacheFit, Setting, Tuner, TunerConfig};
 use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
@@ -28,6 +28,8 @@ mod batching;
 mod cache;
 #[path = "tune/online.rs"]
 mod online;
+#[path = "tune/replay.rs"]
+mod replay;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 enum App {
@@ -98,6 +100,24 @@ struct Cli {
     /// (model.md).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     i1_capacity: bool,
+    /// With `--cache`: the code lines measured by `scripts/model_footprints.py` (callgrind
+    /// on the calibration settings of the same binary): I1 from those lines on an 8-way
+    /// LRU L1i (`pktvec_model::icache`), with each run's node calls (`lru`) and with the
+    /// path model's (`lru_path`), next to the footprint × ratio model (`ratio`).
+    #[arg(long)]
+    footprints: Option<std::path::PathBuf>,
+    /// With `--footprints`: touches of different nodes' lines spread at random (Poisson)
+    /// for the realistic mix (paths drawn per packet), evenly for alternating traffic;
+    /// default: evenly for both (an upper bound on conflicts).
+    #[arg(long)]
+    i1_spread_by_order: bool,
+    /// With `--cache --footprints`: the batcher's flush deadline in packets of the
+    /// cachegrind runs, for the path model's node calls (`lru_path`): `ppb`'s 100 µs at
+    /// valgrind's ≈ 20 µs per packet (18–28 µs measured: `seconds` / `packets` of `ppb
+    /// --json` under cachegrind) ≈ 5 packets, shorter than a receive round from b = 4 on,
+    /// so every queue is flushed once per round. 0: queues always fill to a batch.
+    #[arg(long, default_value_t = 5.0)]
+    flush_deadline_packets: f64,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
     l1d: usize,
@@ -108,6 +128,18 @@ struct Cli {
     /// (l3fwd: single path ↔ alternating IPv4/IPv6; l2fwd: 4K ↔ 1M active stations).
     #[arg(long)]
     online: bool,
+    /// Instead of timing: re-fit the calibrations stored in a sittings file
+    /// (`scripts/model_pool.py` output, e.g. `docs/results/model-sitting7.json`) with each
+    /// span rule and print the grid's prediction errors (`--out`: JSON).
+    #[arg(long)]
+    replay: Option<std::path::PathBuf>,
+    /// With `--replay`: more grid settings (`V/b`, comma-separated) taken as calibration
+    /// runs.
+    #[arg(long, value_delimiter = ',')]
+    replay_extra: Vec<String>,
+    /// The calibration's rule for the stall's shape (`Stall::hide_span`).
+    #[arg(long, value_enum, default_value_t = SpanRuleArg::PreferSeeds)]
+    span_rule: SpanRuleArg,
     /// Online (and `--batcher`): input vectors per window.
     #[arg(long, default_value_t = 512)]
     window: u64,
@@ -166,10 +198,30 @@ struct Cli {
     drift: f64,
 }
 
+/// `--span-rule`.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum SpanRuleArg {
+    /// Least squares, keeping the seeds' (b − 1)/b unless a span is 5% better.
+    PreferSeeds,
+    /// Least leave-one-out error over the sub-batch samples.
+    LeaveOneOut,
+}
+
+impl From<SpanRuleArg> for SpanRule {
+    fn from(a: SpanRuleArg) -> Self {
+        match a {
+            SpanRuleArg::PreferSeeds => SpanRule::PreferSeeds,
+            SpanRuleArg::LeaveOneOut => SpanRule::LeaveOneOut,
+        }
+    }
+}
+
 /// One measured run: (vector size, sub-batch) and per-node cycles per packet.
 type Run = ((usize, usize), Vec<(String, f64)>);
 
 const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
+/// Sub-batch sizes of the calibration runs at the largest vector (besides b = 64).
+const CAL_SUB_BATCHES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// The reference setting of `--reference` (V, b).
@@ -234,9 +286,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let doc = cache::run(
             data,
             &bin,
-            &cli.cal_batches,
-            cli.l1d,
-            cli.i1_capacity,
+            &cache::Options {
+                cal_batches: &cli.cal_batches,
+                l1d: cli.l1d,
+                capacity: cli.i1_capacity,
+                lines_file: cli.footprints.as_deref(),
+                deadline: (cli.flush_deadline_packets > 0.0).then_some(cli.flush_deadline_packets),
+                json: cli.json,
+                spread_by_order: cli.i1_spread_by_order,
+            },
+        )?;
+        if cli.json {
+            println!("{doc}");
+        }
+        if let Some(o) = &cli.out {
+            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
+        }
+        return Ok(());
+    }
+    if let Some(path) = &cli.replay {
+        let extra: Vec<(u64, u64)> = cli
+            .replay_extra
+            .iter()
+            .filter_map(|s| s.split_once('/'))
+            .filter_map(|(v, b)| Some((v.parse().ok()?, b.parse().ok()?)))
+            .collect();
+        let doc = replay::run(
+            path,
+            &[SpanRule::PreferSeeds, SpanRule::LeaveOneOut],
+            &extra,
             cli.json,
         )?;
         if cli.json {
@@ -371,12 +449,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Calibration runs: every vector size of the grid at the largest b (V = 16 included:
     // the grid's smallest vectors are then interpolated, not extrapolated from 1/32 to
-    // 1/16 through Δshared/B), sub-batches at the largest vector.
+    // 1/16 through Δshared/B), sub-batches at the largest vector: b = 1, 2, 4, 8, 16, 32
+    // (and 64 from the vector sizes) since session 7 — with b = 1, 4, 16, 32 only, the
+    // stall's shape between b = 1 and 16 was pinned by b = 4 alone (l2fwd's 57 MiB table:
+    // b = 2 or b = 8 off by 27–30% in two of six sittings, `tune --replay`).
     let mut calib_runs = Vec::new();
     for &v in &VECTORS {
         calib_runs.push((v, 64.min(v)));
     }
-    for &bb in &[1, 4, 16, 32] {
+    for &bb in &CAL_SUB_BATCHES {
         calib_runs.push((256, bb));
     }
     // Every setting (calibration and grid) is measured `reps` times in a shuffled order and
@@ -460,7 +541,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
-    let calib = Calibration::fit(&samples);
+    let calib = Calibration::fit_with(&samples, cli.span_rule.into());
     if let Some(p) = &cli.calib_out {
         std::fs::write(p, calib.to_json())?;
     }
@@ -478,16 +559,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     // Median and worst absolute error of the predictions against `measured` per setting.
-    let errors = |measured: &dyn Fn(usize, usize) -> f64| -> (f64, f64) {
+    let errors_of = |measured: &dyn Fn(usize, usize) -> f64, out_only: bool| -> (f64, f64) {
         let mut errs: Vec<f64> = rows
             .iter()
+            .filter(|r| !out_only || !calib_runs.contains(&(r.0, r.1)))
             .map(|r| ((r.2 - measured(r.0, r.1)) / measured(r.0, r.1)).abs())
             .collect();
         errs.sort_by(f64::total_cmp);
         (errs[errs.len() / 2], *errs.last().unwrap_or(&0.0))
     };
+    let errors = |measured: &dyn Fn(usize, usize) -> f64| errors_of(measured, false);
     let measured_of = |v: usize, b: usize| median_of((v, b), None);
     let (median, worst) = errors(&measured_of);
+    // The settings the calibration did not use (the predictions proper).
+    let (out_median, out_worst) = errors_of(&measured_of, true);
     let raw_of = |set: (usize, usize)| stat_of(&raw_runs, set, None);
     let (raw_median, raw_worst) = errors(&|v, b| raw_of((v, b)));
     let ref_range = refs
@@ -600,6 +685,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "reps_raw": raw_runs.iter().filter(|x| x.0 == (r.0, r.1)).map(|x| x.1.iter().map(|c| c.1).sum::<f64>()).collect::<Vec<_>>(),
                     "nodes": calib.nodes.iter().map(|(n, m)| serde_json::json!({"node": n, "predicted": m.cycles_per_packet(r.0, r.1), "measured": median_of((r.0, r.1), Some(n))})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
                 "median_abs_error": median, "worst_abs_error": worst,
+                "predicted_median_abs_error": out_median, "predicted_worst_abs_error": out_worst,
+                "span_rule": format!("{:?}", cli.span_rule),
                 "reference": cli.reference.then(|| serde_json::json!({"vector": REFERENCE.0, "sub_batch": REFERENCE.1, "runs": refs.len(), "min": ref_range.0, "max": ref_range.1})),
                 "raw_median_abs_error": raw_median, "raw_worst_abs_error": raw_worst,
                 "calibration_runs": calib_runs,
@@ -630,6 +717,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 100.0 * (r.2 - r.3) / r.3
             );
         }
+        println!(
+            "predicted settings only (not calibration runs): median {:.1}%, worst {:.1}%",
+            100.0 * out_median,
+            100.0 * out_worst
+        );
         println!(
             "prediction error: median {:.1}%, worst {:.1}% over {} settings{}",
             100.0 * median,

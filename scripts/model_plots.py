@@ -24,7 +24,7 @@ def cache_plot(doc, out_prefix):
     rows = doc['rows']
     for ev in ('i1', 'd1'):
         W, H, L, B, T = 760, 420, 70, 50, 34
-        o = svg_open(W, H, f'{ev.upper()} misses per packet: PPB model (lines) vs cachegrind (dots); hollow = calibration')
+        o = svg_open(W, H, f'{ev.upper()} misses per packet: model (lines; I1 dashed: path-model calls) vs cachegrind (dots); hollow = calibration')
         series = {}
         for r in rows:
             if ev == 'd1' and r['l1i'] != 32768:
@@ -35,7 +35,12 @@ def cache_plot(doc, out_prefix):
         logy = ev == 'i1'
         # Log axis: values at or below FLOOR (misses measured at ~0) are drawn at the floor.
         FLOOR = 1e-3
-        ys = [r[f'{ev}_{k}'] for r in rows for k in ('predicted', 'measured')]
+        # I1: the LRU model on measured code lines with each run's node calls (solid) and
+        # with the path model's calls (dashed), when present; else the older key.
+        pk = 'i1_lru' if ev == 'i1' and 'i1_lru' in rows[0] else f'{ev}_predicted'
+        dk = 'i1_lru_path' if ev == 'i1' and 'i1_lru_path' in rows[0] else None
+        ck = 'calibration_i1' if ev == 'i1' and 'calibration_i1' in rows[0] else 'calibration'
+        ys = [r[k] for r in rows for k in (pk, f'{ev}_measured') + ((dk,) if dk else ())]
         ymin, ymax = (max(min(ys), FLOOR) * 0.8, max(ys) * 1.2) if logy else (0, max(ys) * 1.1)
         px = lambda b: L + (W - L - 230) * math.log2(b) / math.log2(bs[-1])
         py = (lambda v: H - B - (H - B - T) * (math.log10(max(v, FLOOR)) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))) if logy \
@@ -51,10 +56,13 @@ def cache_plot(doc, out_prefix):
         for j, (lab, rs) in enumerate(series.items()):
             c = COLORS[j % len(COLORS)]
             rs = sorted(rs, key=lambda r: r['b'])
-            pts = ' '.join(f"{px(r['b']):.1f},{py(r[f'{ev}_predicted']):.1f}" for r in rs)
+            pts = ' '.join(f"{px(r['b']):.1f},{py(r[pk]):.1f}" for r in rs)
             o.append(f'<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{pts}"/>')
+            if dk:
+                pts = ' '.join(f"{px(r['b']):.1f},{py(r[dk]):.1f}" for r in rs)
+                o.append(f'<polyline fill="none" stroke="{c}" stroke-width="1" stroke-dasharray="4 3" points="{pts}"/>')
             for r in rs:
-                fill = 'white' if r['calibration'] else c
+                fill = 'white' if r[ck] else c
                 o.append(f'<circle cx="{px(r["b"]):.1f}" cy="{py(r[f"{ev}_measured"]):.1f}" r="3.5" fill="{fill}" stroke="{c}"/>')
             o.append(f'<rect x="{W-212}" y="{T+4+16*j}" width="10" height="10" fill="{c}"/><text x="{W-198}" y="{T+13+16*j}" font-size="11">{lab}</text>')
         o.append('</svg>')

@@ -19,16 +19,26 @@ def ppb(target, args):
     out = subprocess.run([f'{target}/ppb', '--json'] + args, capture_output=True, text=True, check=True).stdout
     return json.loads(out[out.index('{'):])
 
-def cachegrind(target, traffic, batch, n, i1, vector=256):
+def cachegrind(target, traffic, batch, n, i1, vector=256, deadline_us=None):
     cmd = ['valgrind', '--tool=cachegrind', '--cache-sim=yes', '--cachegrind-out-file=/dev/null']
     if i1:
         cmd.append(f'--I1={i1},8,64')
     cmd += [f'{target}/ppb', '--json', '--traffic', traffic, '--batch', str(batch), '-n', str(n),
             '--vector-size', str(vector),
             '--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
+    if deadline_us is not None:
+        cmd += ['--deadline-us', str(deadline_us)]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     get = lambda k: int(re.search(rf'{k}\s+([\d,]+)', p.stderr).group(1).replace(',', ''))
-    return {'I1': get('I1  misses:'), 'D1': get('D1  misses:'), 'Ir': get('I   refs:')}
+    out = {'I1': get('I1  misses:'), 'D1': get('D1  misses:'), 'Ir': get('I   refs:')}
+    # The nodes' calls and packets in this run (runtime stats): the vectors the batcher
+    # actually formed (under valgrind its time-based flush deadline expires far sooner
+    # in packets than natively), for the model's cache side (`tune --cache`).
+    j = json.loads(p.stdout[p.stdout.index('{'):])
+    for r in j['runtime']['rows']:
+        out[f"calls:{r['name']}"] = r['calls']
+        out[f"packets:{r['name']}"] = r['packets']
+    return out
 
 def line_svg(path, title, ylabel, series, xs):
     """series: {label: [y per x]} (None = missing); x on a log2 axis, 'off' at the left."""
@@ -74,6 +84,9 @@ def main():
                     help='run one half and merge it into the existing --json file')
     ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
                     help='cachegrind: only these batch sizes (merged into the existing --json file)')
+    ap.add_argument('--cg-deadline-us', type=float,
+                    help='cachegrind: the batcher\'s flush deadline (default: ppb\'s 100 us, which under '
+                         'valgrind\'s ~50x slower clock expires after a few packets, depending on the load)')
     a = ap.parse_args()
     res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}, 'deadline': {}}
     if a.only and os.path.exists(a.json):
@@ -139,9 +152,9 @@ def main():
                             prev['stale'] = True
                             res['cachegrind'][k].append(prev)
                         continue
-                    lo = cachegrind(a.target, traffic, b, 50_000, i1)
-                    hi = cachegrind(a.target, traffic, b, 150_000, i1)
-                    per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
+                    lo = cachegrind(a.target, traffic, b, 50_000, i1, deadline_us=a.cg_deadline_us)
+                    hi = cachegrind(a.target, traffic, b, 150_000, i1, deadline_us=a.cg_deadline_us)
+                    per = {k: (hi[k] - lo.get(k, 0)) / 100_000 for k in hi}
                     res['cachegrind'][key].append(per)
                     print(f'{key} batch {b}: I1 {per["I1"]:.3f} D1 {per["D1"]:.3f} Ir {per["Ir"]:.0f} per packet', flush=True)
                     # The batcher off with vectors of the same size (the paper's "without
@@ -149,7 +162,7 @@ def main():
                     v = b or 256
                     lo = cachegrind(a.target, traffic, 0, 50_000, i1, v)
                     hi = cachegrind(a.target, traffic, 0, 150_000, i1, v)
-                    per = {k: (hi[k] - lo[k]) / 100_000 for k in lo}
+                    per = {k: (hi[k] - lo.get(k, 0)) / 100_000 for k in hi}
                     res['cachegrind'][key + '-off'].append(per)
                     print(f'{key} off, vectors of {v}: I1 {per["I1"]:.3f} D1 {per["D1"]:.3f} Ir {per["Ir"]:.0f} per packet', flush=True)
     if a.only == 'cachegrind':

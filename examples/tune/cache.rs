@@ -6,6 +6,7 @@
 //! predicted.
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
+use pktvec::model::icache::{code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread};
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
 };
@@ -94,6 +95,9 @@ const NODES: &[(&str, &[&str])] = &[
         &["pktvec_nodes::ip4::ip4_input_general"],
     ),
 ];
+
+/// The prefetch loops' width (packets per iteration of the wide loop).
+const WIDTH: usize = 4;
 
 /// I1 misses per packet below which a measured point counts as ≈ 0 (no relative error).
 const MIN_MISSES: f64 = 0.01;
@@ -226,17 +230,261 @@ struct Point {
     b: usize,
     i1: f64,
     d1: f64,
+    /// Calls and packets per packet of each node in this run (runtime stats recorded by
+    /// the sweep), when present.
+    rates: BTreeMap<String, NodeRate>,
+}
+
+/// The owners of measured code lines (`scripts/model_footprints.py`): the nodes of
+/// [`NODES`] without the slow-path pseudo-nodes (their code belongs to their node), with
+/// `dispatch` run per call of any node.
+const OWNERS: &[&str] = &[
+    "batcher",
+    "batcher-rx",
+    "dispatch",
+    "ethernet-input",
+    "ip4-input",
+    "ip4-lookup",
+    "ip4-rewrite",
+    "ip6-input",
+    "ip6-lookup",
+    "ip6-rewrite",
+    "arp-input",
+    "interface-output",
+    "tx",
+    "drop",
+];
+
+/// Per-owner [`NodeRate`] from per-node (calls, packets) per packet: `dispatch` is the
+/// sum over all nodes (the dispatcher runs once per node call); `batcher-rx` (the
+/// batcher's receive side) runs in the receiving calls, [`receiving_calls`].
+fn owner_rates(node: impl Fn(&str) -> NodeRate, tr: &str, on: bool, b: usize) -> Vec<NodeRate> {
+    let all: Vec<NodeRate> = OWNERS
+        .iter()
+        .filter(|o| **o != "dispatch" && **o != "batcher-rx")
+        .map(|o| node(o))
+        .collect();
+    OWNERS
+        .iter()
+        .map(|o| match *o {
+            "dispatch" => NodeRate {
+                calls: all.iter().map(|r| r.calls).sum(),
+                packets: all.iter().map(|r| r.packets).sum(),
+            },
+            "batcher-rx" => NodeRate {
+                calls: receiving_calls(tr, on, b),
+                packets: 1.0,
+            },
+            _ => node(o),
+        })
+        .collect()
+}
+
+/// The batcher's calls that receive, per packet. Off: every call receives one vector of
+/// `b`. On: a call receives bursts of b until a queue holds a batch — ⌈1/s⌉ bursts for
+/// the largest queue's share s — and hands that batch over; the following calls hand the
+/// other queues' vectors over without receiving (full batches, or, under cachegrind, the
+/// flush deadline: 100 µs is ≈ 5 packets at valgrind's ≈ 20 µs per packet, so every
+/// queue is flushed before the next receive). One receiving call per b·⌈1/s⌉ packets.
+fn receiving_calls(tr: &str, on: bool, b: usize) -> f64 {
+    let b = b.max(1) as f64;
+    if !on {
+        return 1.0 / b;
+    }
+    let s = pktvec::model::ppb::batcher_queues(&traffic(tr, on), Some(0.05))
+        .iter()
+        .map(|(s, _)| *s)
+        .fold(0.0, f64::max);
+    if s <= 0.0 {
+        return 1.0 / b;
+    }
+    1.0 / (b * (1.0 / s - 1e-9).ceil())
+}
+
+/// The measured code lines of one calibration run (a family: traffic, batcher on/off,
+/// calls narrower than the prefetch width or not).
+struct Family {
+    batch: usize,
+    vector: usize,
+    lines: Vec<CodeLine>,
+}
+
+/// Reads `scripts/model_footprints.py`'s output: per family, each line's owner and runs
+/// per packet, turned into per-call and per-packet rates with the family's node stats.
+fn load_footprints(path: &FsPath) -> Result<BTreeMap<String, Family>, Box<dyn std::error::Error>> {
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let mut out = BTreeMap::new();
+    for (key, f) in d["families"].as_object().ok_or("families")? {
+        let stat = |name: &str| NodeRate {
+            calls: f["nodes"][name]["calls"].as_f64().unwrap_or(0.0),
+            packets: f["nodes"][name]["packets"].as_f64().unwrap_or(0.0),
+        };
+        let (batch, vector) = (
+            f["batch"].as_u64().unwrap_or(0) as usize,
+            f["vector"].as_u64().unwrap_or(0) as usize,
+        );
+        let tr = key.split('-').next().unwrap_or("");
+        let on = batch > 0;
+        let rates = owner_rates(stat, tr, on, if on { batch } else { vector });
+        let mut lines = Vec::new();
+        for l in f["lines"].as_array().ok_or("lines")? {
+            let name = l["node"].as_str().ok_or("node")?;
+            let Some(o) = OWNERS.iter().position(|x| *x == name) else {
+                continue;
+            };
+            lines.push(CodeLine::from_run(
+                l["line"].as_u64().ok_or("line")?,
+                o,
+                l["per_packet"].as_f64().ok_or("per_packet")?,
+                rates[o],
+            ));
+        }
+        out.insert(
+            key.clone(),
+            Family {
+                batch,
+                vector,
+                lines,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The path model's node rates (calls and packets per packet) for a traffic, batcher
+/// on/off and vectors (or batches) of `b`: per queue of the batcher (one queue when off),
+/// its vectors per packet, each calling node i with the probability that one of its
+/// packets visits i ([`Order`]). Queues fill to b, unless the flush deadline, `deadline`
+/// packets, is shorter than a receive round (b·⌈1/s⌉ packets, s the largest queue's
+/// share; see [`receiving_calls`]): then every queue is flushed once per round, the
+/// largest in ⌈s·R/b⌉ vectors, a small one in one vector when it got a packet.
+fn path_rates(tr: &str, on: bool, b: usize, deadline: Option<f64>) -> Vec<NodeRate> {
+    use pktvec::model::ppb::batcher_queues;
+    let mix = traffic(tr, on);
+    let ord = order(tr);
+    let elephant = if on { Some(0.05) } else { None };
+    let queues = batcher_queues(&mix, elephant);
+    let bf = b.max(1) as f64;
+    let round = 1.0 / receiving_calls(tr, on, b);
+    let per_round = on && deadline.is_some_and(|d| round > d);
+    // Per queue: (vectors per packet, packets per vector).
+    let vectors: Vec<(f64, f64)> = queues
+        .iter()
+        .map(|(s, _)| {
+            if !per_round {
+                return (s / bf, bf);
+            }
+            let got = s * round;
+            let v = if got >= bf {
+                (got / bf - 1e-9).ceil()
+            } else {
+                1.0 - (1.0 - s).powf(round)
+            };
+            (v / round, if v > 0.0 { got / v } else { 0.0 })
+        })
+        .collect();
+    let called = |q: f64, n: f64| match ord {
+        Order::Interleaved => (q * n).min(1.0),
+        Order::Independent => 1.0 - (1.0 - q.min(1.0)).powf(n),
+    };
+    let node = |name: &str| -> NodeRate {
+        let Some(i) = NODES.iter().position(|(n, _)| *n == name) else {
+            return NodeRate::default();
+        };
+        let mut r = NodeRate::default();
+        for ((share, qmix), &(vecs, n)) in queues.iter().zip(&vectors) {
+            let q: f64 = qmix
+                .iter()
+                .filter(|p| p.nodes.contains(&i))
+                .map(|p| p.share)
+                .sum::<f64>()
+                .min(1.0);
+            r.calls += vecs * called(q, n);
+            r.packets += share * q;
+        }
+        r
+    };
+    owner_rates(node, tr, on, b)
+}
+
+/// I1 misses per packet from the measured lines: each owner's lines from the calibration
+/// family of this traffic and batcher state whose calls match its width (narrow: fewer
+/// packets per call than the prefetch width), touch rates from `rates`.
+fn lru_i1(
+    fams: &BTreeMap<String, Family>,
+    tr: &str,
+    on: bool,
+    rates: &[NodeRate],
+    b: usize,
+    l1i: usize,
+    spread_by_order: bool,
+) -> Vec<f64> {
+    let width = WIDTH;
+    let onoff = if on { "on" } else { "off" };
+    let mut lines: Vec<CodeLine> = Vec::new();
+    for (o, r) in rates.iter().enumerate() {
+        // The receive side's loops run over one burst (b packets), the others over a call.
+        let n = if OWNERS[o] == "batcher-rx" {
+            b as f64
+        } else {
+            r.per_call()
+        };
+        let narrow = r.calls > 0.0 && n < width as f64;
+        let key = format!("{tr}-{onoff}-{}", if narrow { "narrow" } else { "wide" });
+        if let Some(f) = fams.get(&key) {
+            lines.extend(f.lines.iter().filter(|l| l.node == o).cloned());
+        }
+    }
+    code_misses_by_node(
+        &lines,
+        rates,
+        CacheGeometry {
+            bytes: l1i,
+            ways: 8,
+            line: 64,
+        },
+        if spread_by_order && order(tr) == Order::Independent {
+            Spread::Random
+        } else {
+            Spread::Even
+        },
+    )
+}
+
+/// The settings of one comparison (`tune --cache …`).
+pub struct Options<'a> {
+    /// Batch sizes whose points calibrate the fitted parameters (D1; I1 of the ratio model).
+    pub cal_batches: &'a [usize],
+    /// L1d bytes of the cachegrind runs.
+    pub l1d: usize,
+    /// The ratio model with its capacity term.
+    pub capacity: bool,
+    /// Measured code lines (`scripts/model_footprints.py`): the LRU model.
+    pub lines_file: Option<&'a FsPath>,
+    /// The batcher's flush deadline in packets of the cachegrind runs (path model's calls).
+    pub deadline: Option<f64>,
+    /// Print nothing (the caller prints the JSON).
+    pub json: bool,
+    /// I1: touches of different nodes spread at random for independently drawn paths
+    /// ([`Spread::Random`]), else evenly.
+    pub spread_by_order: bool,
 }
 
 /// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
 pub fn run(
     data: &FsPath,
     bin: &FsPath,
-    cal_batches: &[usize],
-    l1d: usize,
-    capacity: bool,
-    json: bool,
+    opt: &Options<'_>,
 ) -> Result<Value, Box<dyn std::error::Error>> {
+    let Options {
+        cal_batches,
+        l1d,
+        capacity,
+        lines_file,
+        deadline,
+        json,
+        spread_by_order,
+    } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
         .as_array()
@@ -254,6 +502,13 @@ pub fn run(
                     if b == 0 {
                         continue; // vectors of 256 with the batcher off: the b = 256 point
                     }
+                    let mut rates = BTreeMap::new();
+                    for o in OWNERS {
+                        if let Some(c) = p[format!("calls:{o}")].as_f64() {
+                            let packets = p[format!("packets:{o}")].as_f64().unwrap_or(0.0);
+                            rates.insert(o.to_string(), NodeRate { calls: c, packets });
+                        }
+                    }
                     points.push(Point {
                         traffic: tr,
                         l1i,
@@ -261,6 +516,7 @@ pub fn run(
                         b,
                         i1: p["I1"].as_f64().ok_or("I1")?,
                         d1: p["D1"].as_f64().ok_or("D1")?,
+                        rates,
                     });
                 }
             }
@@ -292,7 +548,6 @@ pub fn run(
             })
             .collect()
     };
-    const WIDTH: usize = 4;
     const ELEPHANT: f64 = 0.05; // BatcherConfig::default().elephant_share
     let elephant = |on: bool| if on { Some(ELEPHANT) } else { None };
     let l1d_lines = (l1d / 64) as f64;
@@ -365,15 +620,28 @@ pub fn run(
             );
         }
     }
+    let fams = lines_file.map(load_footprints).transpose()?;
+    // With measured lines, the I1 side has no fitted parameter: its calibration runs are
+    // those of the footprints (b = 1 and 64, batcher on and off); the rest is predicted.
+    let is_cal_i1 = |p: &Point| match &fams {
+        Some(f) => f.values().any(|f| {
+            if p.on {
+                f.batch == p.b
+            } else {
+                f.batch == 0 && f.vector == p.b
+            }
+        }),
+        None => is_cal(p),
+    };
     let mut rows = Vec::new();
-    let mut err_i1: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    // Per variant and L1i size: relative errors of the predicted points; and the points
+    // measured below MIN_MISSES (count, largest prediction there).
+    let mut err_i1: BTreeMap<(String, usize), Vec<f64>> = BTreeMap::new();
+    let mut zero_i1: BTreeMap<(String, usize), (usize, f64)> = BTreeMap::new();
     let mut err_d1 = Vec::new();
-    // Per L1i size: predicted points whose measured I1 is below MIN_MISSES, and the largest
-    // prediction among them.
-    let mut zero_i1: BTreeMap<usize, (usize, f64)> = BTreeMap::new();
     for p in &points {
         let mp = params[&(p.l1i, p.traffic)];
-        let (i1, d1) = misses_per_packet(
+        let (ratio_i1, d1) = misses_per_packet(
             &nodes(p.on),
             (&traffic(p.traffic, p.on), order(p.traffic)),
             p.b,
@@ -382,38 +650,84 @@ pub fn run(
             l1d_lines,
             &mp,
         );
-        let (ei, ed) = ((i1 - p.i1) / p.i1, (d1 - p.d1) / p.d1);
+        // The variants: "lru" = measured lines with this run's node calls (runtime stats),
+        // "lru_path" = measured lines with the path model's calls, "ratio" = the
+        // footprint × fitted ratio model (nm sizes).
+        let mut variants: Vec<(&str, f64, bool)> = vec![("ratio", ratio_i1, is_cal(p))];
+        let mut by_owner: Vec<(&str, Vec<f64>)> = Vec::new();
+        if let Some(f) = &fams {
+            if !p.rates.is_empty() {
+                let rates = owner_rates(
+                    |o| p.rates.get(o).copied().unwrap_or_default(),
+                    p.traffic,
+                    p.on,
+                    p.b,
+                );
+                let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
+                variants.push(("lru", by.iter().sum(), is_cal_i1(p)));
+                by_owner.push(("lru", by));
+            }
+            let rates = path_rates(p.traffic, p.on, p.b, deadline);
+            let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
+            variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
+            by_owner.push(("lru_path", by));
+        }
         // Below the floor the measured misses are ≈ 0 (the difference of two runs can even
         // be slightly negative): no relative error; counted apart with the prediction.
         let near_zero = p.i1 < MIN_MISSES;
-        if near_zero && !is_cal(p) {
-            let z = zero_i1.entry(p.l1i).or_insert((0, 0.0f64));
-            *z = (z.0 + 1, z.1.max(i1));
+        let mut row = json!({
+            "traffic": p.traffic, "l1i": p.l1i, "batcher": if p.on { "on" } else { "off" },
+            "b": p.b, "calibration": is_cal(p), "calibration_i1": is_cal_i1(p),
+            "i1_measured": p.i1,
+            "d1_predicted": d1, "d1_measured": p.d1, "d1_error": (d1 - p.d1) / p.d1,
+            "node_rates": p.rates.iter().map(|(k, r)| (k.clone(), json!([r.calls, r.packets]))).collect::<serde_json::Map<_, _>>(),
+        });
+        for (name, by) in &by_owner {
+            row[format!("i1_{name}_by_node")] = OWNERS
+                .iter()
+                .zip(by)
+                .map(|(o, m)| (o.to_string(), json!(m)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
         }
-        if !is_cal(p) && !near_zero {
-            err_i1.entry(p.l1i).or_default().push(ei.abs());
+        for &(name, i1, cal) in &variants {
+            let e = (i1 - p.i1) / p.i1;
+            row[format!("i1_{name}")] = json!(i1);
+            row[format!("i1_{name}_error")] = if near_zero { Value::Null } else { json!(e) };
+            if cal {
+                continue;
+            }
+            if near_zero {
+                let z = zero_i1
+                    .entry((name.to_string(), p.l1i))
+                    .or_insert((0, 0.0f64));
+                *z = (z.0 + 1, z.1.max(i1));
+            } else {
+                err_i1
+                    .entry((name.to_string(), p.l1i))
+                    .or_default()
+                    .push(e.abs());
+            }
         }
         // D1 does not depend on the simulated L1i: count it once (host runs).
         if !is_cal(p) && p.l1i == 32768 {
-            err_d1.push(ed.abs());
+            err_d1.push(((d1 - p.d1) / p.d1).abs());
         }
-        rows.push(json!({
-            "traffic": p.traffic, "l1i": p.l1i, "batcher": if p.on { "on" } else { "off" },
-            "b": p.b, "calibration": is_cal(p),
-            "i1_predicted": i1, "i1_measured": p.i1, "i1_error": if near_zero { Value::Null } else { json!(ei) },
-            "d1_predicted": d1, "d1_measured": p.d1, "d1_error": ed,
-        }));
+        rows.push(row);
     }
     let stats = |v: &mut Vec<f64>| -> (f64, f64) {
         v.sort_by(f64::total_cmp);
         (v[v.len() / 2], *v.last().unwrap_or(&0.0))
     };
     let mut summary = serde_json::Map::new();
-    for (l1i, v) in err_i1.iter_mut() {
+    for ((name, l1i), v) in err_i1.iter_mut() {
         let (m, w) = stats(v);
-        let (zeros, zero_max) = zero_i1.get(l1i).copied().unwrap_or((0, 0.0));
+        let (zeros, zero_max) = zero_i1
+            .get(&(name.clone(), *l1i))
+            .copied()
+            .unwrap_or((0, 0.0));
         summary.insert(
-            format!("i1_l1i_{l1i}"),
+            format!("i1_{name}_l1i_{l1i}"),
             json!({"median_abs_error": m, "worst_abs_error": w, "points": v.len(),
                    "points_measured_near_zero": zeros, "largest_prediction_there": zero_max}),
         );
@@ -445,26 +759,35 @@ pub fn run(
             );
         }
         println!(
-            "{:<12} {:>6} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
-            "traffic", "L1i", "ppb", "b", "I1 pred", "I1 meas", "err", "D1 pred", "D1 meas", "err"
+            "{:<12} {:>6} {:>4} {:>5} {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>7} {:>7} {:>6}",
+            "traffic", "L1i", "ppb", "b", "I1 meas", "lru", "err", "lru_path", "err", "ratio", "err", "D1 pred", "D1 meas", "err"
         );
+        let pct = |v: &Value| match v.as_f64() {
+            Some(e) => format!("{:+.0}%", 100.0 * e),
+            None => "-".into(),
+        };
         for r in &rows {
             println!(
-                "{:<12} {:>6} {:>4} {:>5} {:>9.3} {:>9.3} {:>+6.0}% {:>7.2} {:>7.2} {:>+6.0}%{}",
+                "{:<12} {:>6} {:>4} {:>5} {:>9.3} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>7.2} {:>7.2} {:>6}{}",
                 r["traffic"].as_str().unwrap_or(""),
                 r["l1i"],
                 r["batcher"].as_str().unwrap_or(""),
                 r["b"],
-                r["i1_predicted"].as_f64().unwrap_or(0.0),
                 r["i1_measured"].as_f64().unwrap_or(0.0),
-                100.0 * r["i1_error"].as_f64().unwrap_or(0.0),
+                r["i1_lru"].as_f64().unwrap_or(f64::NAN),
+                pct(&r["i1_lru_error"]),
+                r["i1_lru_path"].as_f64().unwrap_or(f64::NAN),
+                pct(&r["i1_lru_path_error"]),
+                r["i1_ratio"].as_f64().unwrap_or(0.0),
+                pct(&r["i1_ratio_error"]),
                 r["d1_predicted"].as_f64().unwrap_or(0.0),
                 r["d1_measured"].as_f64().unwrap_or(0.0),
-                100.0 * r["d1_error"].as_f64().unwrap_or(0.0),
-                if r["calibration"].as_bool() == Some(true) {
-                    "  (calibration)"
-                } else {
-                    ""
+                pct(&r["d1_error"]),
+                match (r["calibration_i1"].as_bool(), r["calibration"].as_bool()) {
+                    (Some(true), Some(true)) => "  (calibration: I1 lines, fits)",
+                    (Some(true), _) => "  (calibration: I1 lines)",
+                    (_, Some(true)) => "  (calibration: fits)",
+                    _ => "",
                 }
             );
         }

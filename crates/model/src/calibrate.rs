@@ -87,13 +87,50 @@ fn line(xs: &[f64], ys: &[f64]) -> (f64, f64) {
 /// B, with four or more vector sizes). A node whose cost does not fall with b gets no stall
 /// part.
 pub fn fit_node(samples: &[Sample]) -> Node {
+    fit_node_with(samples, SpanRule::default())
+}
+
+/// How the calibration chooses the stall's shape ([`Stall::hide_span`]) among the seeds'
+/// (b − 1)/b and the linear spans it tries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpanRule {
+    /// The smallest squared error over the sub-batch samples, keeping the seeds' form unless
+    /// a span is 5% better (session 6).
+    #[default]
+    PreferSeeds,
+    /// The smallest leave-one-out error: each sub-batch sample predicted from a fit of the
+    /// others, so that a shape is judged on points it was not fitted to (one noisy sample
+    /// cannot pick a shape that only it supports).
+    LeaveOneOut,
+}
+
+/// [`fit_node`] with the shape chosen by `rule`.
+///
+/// ```
+/// use pktvec_model::batching::{Compute, Node, Stall};
+/// use pktvec_model::calibrate::{fit_node_with, Sample, SpanRule};
+/// let truth = Node {
+///     compute: Compute { delta_shared: 2000.0, delta_necessary: 30.0, delta_cache: 0.0 },
+///     stall: Stall { delta_fetch: 120.0, delta_hide: 120.0, delta_sub: 0.0, hide_span: 15.0 },
+/// };
+/// let s: Vec<Sample> = [(16, 16), (32, 32), (64, 64), (128, 64), (256, 64), (256, 1), (256, 4), (256, 16), (256, 32)]
+///     .iter()
+///     .map(|&(v, b)| Sample { vector: v, sub_batch: b, cycles_per_packet: truth.cycles_per_packet(v, b) })
+///     .collect();
+/// let fit = fit_node_with(&s, SpanRule::LeaveOneOut);
+/// for b in [2, 8] {
+///     let (p, t) = (fit.cycles_per_packet(256, b), truth.cycles_per_packet(256, b));
+///     assert!((p - t).abs() / t < 0.02, "b {b}: {p} vs {t}");
+/// }
+/// ```
+pub fn fit_node_with(samples: &[Sample], rule: SpanRule) -> Node {
     let bmax = samples.iter().map(|s| s.sub_batch).max().unwrap_or(1);
     let vmax = samples.iter().map(|s| s.vector).max().unwrap_or(1);
     let at_v: Vec<&Sample> = samples.iter().filter(|s| s.vector == vmax).collect();
     let ys: Vec<f64> = at_v.iter().map(|s| s.cycles_per_packet).collect();
     let ks: Vec<f64> = at_v.iter().map(|s| s.sub_batch as f64 - 1.0).collect();
     // The hidden share's shape: the seeds' (b − 1)/b, or linear up to a span
-    // (`Stall::hide_span`); the one with the smaller squared error over the samples.
+    // (`Stall::hide_span`), chosen by `rule`.
     let mut best: Option<(f64, Stall)> = None;
     for span in HIDE_SPANS {
         let shape = Stall {
@@ -105,10 +142,17 @@ pub fn fit_node(samples: &[Sample]) -> Node {
             .map(|s| shape.hidden_share(s.sub_batch))
             .collect();
         let (hide, sub, sse) = fit_stall(&xs, &ks, &ys);
-        // Prefer the seeds' form unless a span fits clearly better (5%).
-        if best.map_or(true, |(b, _)| sse < 0.95 * b) {
+        let (score, better) = match rule {
+            // Prefer the seeds' form unless a span fits clearly better (5%).
+            SpanRule::PreferSeeds => (sse, best.map_or(true, |(b, _)| sse < 0.95 * b)),
+            SpanRule::LeaveOneOut => {
+                let cv = loo_error(&xs, &ks, &ys);
+                (cv, best.map_or(true, |(b, _)| cv < b))
+            }
+        };
+        if better {
             best = Some((
-                sse,
+                score,
                 Stall {
                     delta_fetch: hide,
                     delta_hide: hide,
@@ -168,6 +212,36 @@ pub fn fit_node(samples: &[Sample]) -> Node {
 /// (b − 1)/b; the others a linear growth reaching Δhide at b = span + 1.
 const HIDE_SPANS: [f64; 10] = [0.0, 2.0, 3.0, 5.0, 7.0, 11.0, 15.0, 23.0, 31.0, 47.0];
 
+/// Leave-one-out squared error of [`fit_stall`]: each sample predicted from a fit of the
+/// others (the level y0 by least squares given the slopes). With fewer than 4 samples the
+/// plain squared error.
+fn loo_error(xs: &[f64], ks: &[f64], ys: &[f64]) -> f64 {
+    if ys.len() < 4 {
+        return fit_stall(xs, ks, ys).2;
+    }
+    (0..ys.len())
+        .map(|i| {
+            let keep = |v: &[f64]| -> Vec<f64> {
+                v.iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, x)| *x)
+                    .collect()
+            };
+            let (x, k, y) = (keep(xs), keep(ks), keep(ys));
+            let (hide, sub, _) = fit_stall(&x, &k, &y);
+            let y0 = y
+                .iter()
+                .zip(&x)
+                .zip(&k)
+                .map(|((y, x), k)| y + hide * x - sub * k)
+                .sum::<f64>()
+                / y.len() as f64;
+            (y0 - hide * xs[i] + sub * ks[i] - ys[i]).powi(2)
+        })
+        .sum()
+}
+
 /// Fits y = y0 − Δhide·x + Δsub·k (x = the hidden share at b, k = b − 1) with Δhide,
 /// Δsub ≥ 0: the plane when three or more distinct sub-batches make it identifiable and
 /// both slopes have the right sign, else the better (least squares) of the one-slope lines
@@ -207,6 +281,11 @@ fn fit_stall(xs: &[f64], ks: &[f64], ys: &[f64]) -> (f64, f64, f64) {
 impl Calibration {
     /// Fits every node from `(node name, sample)` measurements.
     pub fn fit(samples: &[(String, Sample)]) -> Calibration {
+        Self::fit_with(samples, SpanRule::default())
+    }
+
+    /// [`Calibration::fit`] with the stall's shape chosen by `rule`.
+    pub fn fit_with(samples: &[(String, Sample)], rule: SpanRule) -> Calibration {
         let mut names: Vec<&String> = samples.iter().map(|(n, _)| n).collect();
         names.sort();
         names.dedup();
@@ -219,7 +298,7 @@ impl Calibration {
                         .filter(|(m, _)| m == n)
                         .map(|(_, s)| *s)
                         .collect();
-                    (n.clone(), fit_node(&s))
+                    (n.clone(), fit_node_with(&s, rule))
                 })
                 .collect(),
         }

@@ -15,6 +15,10 @@
 //!   ([`ppb::misses_per_packet`]); cycles per packet with the batcher off or at a batch
 //!   size for a path mix, calibrated per node ([`ppb::BatchedGraph`]: per call, per
 //!   packet, per packet of a vector that splits into paths there).
+//! * [`icache`]: I1 misses from the code lines a calibration run executed (owner node,
+//!   runs per call and per packet) on a set-associative LRU cache: each line's touches per
+//!   packet from its node's calls and packets, misses where a set holds more lines touched
+//!   between two touches than it has ways.
 //! * [`calibrate`]: least-squares fits of those parameters from (vector size, sub-batch,
 //!   cycles per packet) measurements, and of the miss parameters from cachegrind
 //!   figures, serde-storable.
@@ -36,6 +40,7 @@
 
 pub mod batching;
 pub mod calibrate;
+pub mod icache;
 pub mod ppb;
 pub mod probe;
 pub mod tuner;

@@ -1,0 +1,400 @@
+//! I1 misses from measured code lines on a set-associative LRU cache (the I of seed
+//! `001_*` eq. 2, with the footprint taken from the binary as it runs).
+//!
+//! The seed's I = ⌈P/L⌉·A_M·W charges every call of a node its whole footprint P. That
+//! holds when the code run between two calls of the node is far larger than the L1i (every
+//! line is gone by the next call); when it nearly fits, a footprint cannot say which lines
+//! survive. This module works line by line instead:
+//!
+//! * **Measured lines** ([`CodeLine`]): every 64-byte line of code a calibration run
+//!   executed, its owner (a node, the dispatcher, the batcher and its packet source) and
+//!   how often it ran per call and per packet of its owner
+//!   (`scripts/model_footprints.py`: callgrind `--dump-instr=yes` on a few settings).
+//! * **Touch rates** ([`CodeLine::touch_rate`]): for a setting, the owner's calls and
+//!   packets per packet of traffic ([`NodeRate`]) give each line's touches per packet: a
+//!   line run on every call is touched once per call; a rarer one (a branch taken by few
+//!   packets, a tail loop) with probability 1 − (1 − ρ)^n in a call of n packets, ρ its
+//!   runs per packet of the owner.
+//! * **LRU per set** ([`lru_misses`]): lines map to sets by address (line mod sets). With
+//!   LRU, a touch of line l misses iff at least `ways` other lines of its set were touched
+//!   since l's previous touch. Over that gap (1/τ_l packets) another line m of the set is
+//!   counted as touched with probability min(1, τ_m/τ_l) (evenly spread touches); the
+//!   number touched is a sum of independent Bernoullis, and
+//!   misses per packet = Σ_l τ_l · P(#others ≥ ways).
+//!
+//! Code that fits (every set holds at most `ways` of the lines touched between two
+//! touches) therefore has no misses beyond the compulsory ones, a footprint far beyond
+//! the cache misses on every touch, and in between only the overfull sets miss — the
+//! conflict misses that a capacity share (footprint / cache size) cannot see.
+//!
+//! ```
+//! use pktvec_model::icache::{lru_misses, CacheGeometry};
+//! let l1i = CacheGeometry { bytes: 8192, ways: 8, line: 64 }; // 16 sets
+//! // 8 lines in set 0, each touched once per packet: they fit, nothing misses.
+//! let fits: Vec<(u64, f64)> = (0..8).map(|k| (16 * k, 1.0)).collect();
+//! assert_eq!(lru_misses(&fits, l1i), 0.0);
+//! // 9 lines cycled through one 8-way set: LRU misses every touch.
+//! let thrash: Vec<(u64, f64)> = (0..9).map(|k| (16 * k, 1.0)).collect();
+//! assert!((lru_misses(&thrash, l1i) - 9.0).abs() < 1e-9);
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A set-associative cache: size, associativity, line size (bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheGeometry {
+    /// Capacity, bytes.
+    pub bytes: usize,
+    /// Ways per set.
+    pub ways: usize,
+    /// Line size, bytes.
+    pub line: usize,
+}
+
+impl CacheGeometry {
+    /// Number of sets: bytes / (ways × line), at least 1.
+    ///
+    /// ```
+    /// use pktvec_model::icache::CacheGeometry;
+    /// assert_eq!(CacheGeometry { bytes: 32768, ways: 8, line: 64 }.sets(), 64);
+    /// ```
+    pub fn sets(&self) -> usize {
+        (self.bytes / (self.ways.max(1) * self.line.max(1))).max(1)
+    }
+}
+
+/// A node's calls and packets per packet of traffic (what the runtime stats give, or the
+/// path model predicts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeRate {
+    /// Calls of the node per packet of traffic.
+    pub calls: f64,
+    /// Packets through the node per packet of traffic.
+    pub packets: f64,
+}
+
+impl NodeRate {
+    /// Mean packets per call (0 when never called).
+    pub fn per_call(&self) -> f64 {
+        if self.calls > 0.0 {
+            self.packets / self.calls
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs per call at or above which a line counts as run on every call.
+pub const EVERY_CALL: f64 = 0.9;
+
+/// One executed line of code, measured on a calibration run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CodeLine {
+    /// Line address (byte address / line size).
+    pub line: u64,
+    /// Owner: index into the caller's node list.
+    pub node: usize,
+    /// Runs per call of the owner (its most executed instruction) in the calibration run.
+    pub per_call: f64,
+    /// Runs per packet of the owner in the calibration run.
+    pub per_packet: f64,
+}
+
+impl CodeLine {
+    /// Builds a line from its runs per packet of traffic in a calibration run and its
+    /// owner's [`NodeRate`] in that run.
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CodeLine, NodeRate};
+    /// // Owner called every 32 packets with 32 packets: 1/32 runs per packet = once a call.
+    /// let l = CodeLine::from_run(7, 0, 1.0 / 32.0, NodeRate { calls: 1.0 / 32.0, packets: 1.0 });
+    /// assert!((l.per_call - 1.0).abs() < 1e-12 && (l.per_packet - 1.0 / 32.0).abs() < 1e-12);
+    /// ```
+    pub fn from_run(line: u64, node: usize, runs_per_packet: f64, owner: NodeRate) -> Self {
+        let div = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        CodeLine {
+            line,
+            node,
+            per_call: div(runs_per_packet, owner.calls),
+            per_packet: div(runs_per_packet, owner.packets),
+        }
+    }
+
+    /// Touches per packet of traffic when the owner runs at `rate`: once per call for a
+    /// line run on every call ([`EVERY_CALL`]), else 1 − (1 − ρ)^n per call of n packets.
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CodeLine, NodeRate};
+    /// let rare = CodeLine { line: 0, node: 0, per_call: 0.05, per_packet: 0.01 };
+    /// let r = NodeRate { calls: 0.01, packets: 1.0 }; // calls of 100 packets
+    /// let t = rare.touch_rate(r);
+    /// assert!((t - 0.01 * (1.0 - 0.99f64.powi(100))).abs() < 1e-12);
+    /// ```
+    pub fn touch_rate(&self, rate: NodeRate) -> f64 {
+        if rate.calls <= 0.0 {
+            return 0.0;
+        }
+        let p = if self.per_call >= EVERY_CALL {
+            1.0
+        } else {
+            let n = rate.per_call().max(1.0);
+            1.0 - (1.0 - self.per_packet.clamp(0.0, 1.0)).powf(n)
+        };
+        rate.calls * p
+    }
+}
+
+/// Expected misses per packet of `(line address, touches per packet)` on an LRU cache of
+/// geometry `geo` (see the module text). Entries of one line are merged (rates added).
+pub fn lru_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> f64 {
+    lru_line_misses(lines, geo).iter().sum()
+}
+
+/// [`lru_misses`] per entry of `lines` (an entry sharing its line with others gets the
+/// line's misses in proportion to its touches).
+///
+/// ```
+/// use pktvec_model::icache::{lru_line_misses, CacheGeometry};
+/// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 };
+/// // Nine lines of set 0 cycled once per packet; line 0 is shared by two owners, each
+/// // touching it every other packet.
+/// let mut lines: Vec<(u64, f64)> = (1..9).map(|k| (16 * k, 1.0)).collect();
+/// lines.push((0, 0.5));
+/// lines.push((0, 0.5));
+/// let m = lru_line_misses(&lines, geo);
+/// assert!((m[0] - 1.0).abs() < 1e-9); // 9 lines in 8 ways: every touch misses
+/// assert!((m[8] - 0.5).abs() < 1e-9 && (m[9] - 0.5).abs() < 1e-9);
+/// ```
+pub fn lru_line_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> Vec<f64> {
+    let grouped: Vec<(u64, f64, usize)> = lines.iter().map(|&(l, t)| (l, t, 0)).collect();
+    lru_line_misses_grouped(&grouped, geo, Spread::Even)
+}
+
+/// How the touches of lines of *different* owners fall between two touches of a line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Spread {
+    /// Evenly (periodic calls, e.g. strictly alternating paths): a line touched at a
+    /// fraction r of another's rate is touched between two of its touches with probability
+    /// min(1, r).
+    #[default]
+    Even,
+    /// At random (paths drawn per packet): with probability 1 − e^(−r) (Poisson). Lines of
+    /// the same owner run in the same calls and keep the even form.
+    Random,
+}
+
+/// [`lru_line_misses`] with each entry's owner (`(line, touches per packet, owner)`) and
+/// the [`Spread`] of touches between owners.
+///
+/// ```
+/// use pktvec_model::icache::{lru_line_misses_grouped, CacheGeometry, Spread};
+/// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 };
+/// // Line 0 (owner 0) every packet; eight lines of owner 1 in its set every packet too.
+/// let mut lines = vec![(0u64, 1.0, 0usize)];
+/// lines.extend((1..9).map(|k| (16 * k, 1.0, 1)));
+/// let even: f64 = lru_line_misses_grouped(&lines, geo, Spread::Even).iter().sum();
+/// let random: f64 = lru_line_misses_grouped(&lines, geo, Spread::Random).iter().sum();
+/// assert!((even - 9.0).abs() < 1e-9); // nine lines cycled through eight ways
+/// // At random, line 0 sees all eight others only with probability (1 − 1/e)^8, and each
+/// // other line sees line 0 in its gap with probability 1 − 1/e.
+/// let p = 1.0 - (-1.0f64).exp();
+/// assert!((random - (p.powi(8) + 8.0 * p)).abs() < 1e-9);
+/// ```
+pub fn lru_line_misses_grouped(
+    lines: &[(u64, f64, usize)],
+    geo: CacheGeometry,
+    spread: Spread,
+) -> Vec<f64> {
+    let sets = geo.sets() as u64;
+    let mut merged: BTreeMap<u64, (f64, usize)> = BTreeMap::new();
+    for &(l, t, g) in lines {
+        if t > 0.0 {
+            merged.entry(l).or_insert((0.0, g)).0 += t;
+        }
+    }
+    let mut by_set: BTreeMap<u64, Vec<(u64, f64, usize)>> = BTreeMap::new();
+    for (l, (t, g)) in merged {
+        by_set.entry(l % sets).or_default().push((l, t, g));
+    }
+    let ways = geo.ways;
+    let mut per_line: BTreeMap<u64, f64> = BTreeMap::new();
+    for rates in by_set.values() {
+        if rates.len() <= ways {
+            continue; // all fit: compulsory misses only
+        }
+        for (i, &(l, tl, gl)) in rates.iter().enumerate() {
+            // dist[k] = P(k other lines touched in the gap), k capped at `ways`.
+            let mut dist = vec![0.0; ways + 1];
+            dist[0] = 1.0;
+            for (j, &(_, tm, gm)) in rates.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let r = tm / tl;
+                let p = match spread {
+                    Spread::Random if gm != gl => 1.0 - (-r).exp(),
+                    _ => r.min(1.0),
+                };
+                for k in (0..=ways).rev() {
+                    let from = if k > 0 { dist[k - 1] * p } else { 0.0 };
+                    dist[k] = if k == ways {
+                        dist[k] + from
+                    } else {
+                        dist[k] * (1.0 - p) + from
+                    };
+                }
+            }
+            per_line.insert(l, tl * dist[ways]);
+        }
+    }
+    let total: BTreeMap<u64, f64> = lines.iter().fold(BTreeMap::new(), |mut m, &(l, t, _)| {
+        *m.entry(l).or_default() += t.max(0.0);
+        m
+    });
+    lines
+        .iter()
+        .map(|&(l, t, _)| match (per_line.get(&l), total.get(&l)) {
+            (Some(m), Some(&tt)) if tt > 0.0 && t > 0.0 => m * t / tt,
+            _ => 0.0,
+        })
+        .collect()
+}
+
+/// I1 misses per packet for a setting: each line's touch rate from its owner's
+/// [`NodeRate`] (`rates[line.node]`), then [`lru_misses`].
+///
+/// ```
+/// use pktvec_model::icache::{code_misses, CacheGeometry, CodeLine, NodeRate};
+/// let l1i = CacheGeometry { bytes: 8192, ways: 8, line: 64 };
+/// // Node 0: 12 lines in set 0, run on every call; called once per 64 packets.
+/// let lines: Vec<CodeLine> = (0..12)
+///     .map(|k| CodeLine { line: 16 * k, node: 0, per_call: 1.0, per_packet: 1.0 / 64.0 })
+///     .collect();
+/// let m = code_misses(&lines, &[NodeRate { calls: 1.0 / 64.0, packets: 1.0 }], l1i);
+/// assert!((m - 12.0 / 64.0).abs() < 1e-9); // all 12 miss on every call
+/// ```
+pub fn code_misses(lines: &[CodeLine], rates: &[NodeRate], geo: CacheGeometry) -> f64 {
+    code_misses_by_node(lines, rates, geo, Spread::Even)
+        .iter()
+        .sum()
+}
+
+/// [`code_misses`] per owner (index as in `rates`): which node's code misses; `spread`:
+/// how touches of different nodes' lines fall between each other ([`Spread`]).
+pub fn code_misses_by_node(
+    lines: &[CodeLine],
+    rates: &[NodeRate],
+    geo: CacheGeometry,
+    spread: Spread,
+) -> Vec<f64> {
+    let touched: Vec<(u64, f64, usize)> = lines
+        .iter()
+        .map(|l| {
+            let r = rates.get(l.node).copied().unwrap_or_default();
+            (l.line, l.touch_rate(r), l.node)
+        })
+        .collect();
+    let mut by_node = vec![0.0; rates.len()];
+    for (l, m) in lines
+        .iter()
+        .zip(lru_line_misses_grouped(&touched, geo, spread))
+    {
+        if let Some(x) = by_node.get_mut(l.node) {
+            *x += m;
+        }
+    }
+    by_node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L1I: CacheGeometry = CacheGeometry {
+        bytes: 8192,
+        ways: 8,
+        line: 64,
+    };
+
+    #[test]
+    fn lines_of_other_sets_do_not_conflict() {
+        // 8 lines in each of the 16 sets (128 lines = 8 KiB): everything fits.
+        let all: Vec<(u64, f64)> = (0..128).map(|l| (l, 0.5)).collect();
+        assert_eq!(lru_misses(&all, L1I), 0.0);
+        // One more line in set 3: only set 3 thrashes (9 lines at 0.5 touches per packet).
+        let mut over = all.clone();
+        over.push((128 + 3, 0.5));
+        assert!((lru_misses(&over, L1I) - 9.0 * 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_rare_line_evicts_little() {
+        // 8 hot lines and a ninth touched once every 100 hot rounds in one set: a hot line
+        // misses only when the rare one came in between (1/100), the rare one on every
+        // touch (eight hot lines were touched since).
+        let mut lines: Vec<(u64, f64)> = (0..8).map(|k| (16 * k, 1.0)).collect();
+        lines.push((16 * 8, 0.01));
+        let m = lru_misses(&lines, L1I);
+        let expect = 8.0 * 1.0 * 0.01 + 0.01;
+        assert!((m - expect).abs() < 1e-9, "{m} vs {expect}");
+    }
+
+    #[test]
+    fn misses_are_charged_to_the_node_whose_lines_miss() {
+        // Node 0: 8 lines in set 0 (fits alone); node 1: 4 lines in set 0 and 4 in set 1.
+        // Both called once per 32 packets: set 0 holds 12 lines touched per round, set 1
+        // four. Set 0 thrashes (all 12 miss each round), set 1 fits.
+        let line = |l: u64, node: usize| CodeLine {
+            line: l,
+            node,
+            per_call: 1.0,
+            per_packet: 1.0 / 32.0,
+        };
+        let mut lines: Vec<CodeLine> = (0..8).map(|k| line(16 * k, 0)).collect();
+        lines.extend((8..12).map(|k| line(16 * k, 1)));
+        lines.extend((0..4).map(|k| line(16 * k + 1, 1)));
+        let r = NodeRate {
+            calls: 1.0 / 32.0,
+            packets: 1.0,
+        };
+        let by = code_misses_by_node(&lines, &[r, r], L1I, Spread::Even);
+        assert!((by[0] - 8.0 / 32.0).abs() < 1e-9, "{by:?}");
+        assert!((by[1] - 4.0 / 32.0).abs() < 1e-9, "{by:?}");
+        // Node 1 not called: node 0's 8 lines fit, nothing misses.
+        let by = code_misses_by_node(&lines, &[r, NodeRate::default()], L1I, Spread::Even);
+        assert_eq!(by, vec![0.0, 0.0]);
+        // Every miss is a touch: misses per packet never exceed touches per packet.
+        assert!(code_misses(&lines, &[r, r], L1I) <= 16.0 / 32.0 + 1e-12);
+    }
+
+    #[test]
+    fn touch_rate_follows_packets_per_call() {
+        let rare = CodeLine {
+            line: 0,
+            node: 0,
+            per_call: 0.1,
+            per_packet: 0.02,
+        };
+        let every = CodeLine {
+            per_call: 1.0,
+            ..rare.clone()
+        };
+        // Calls of 1 packet: a rare line runs in 2% of calls; an every-call line always.
+        let r1 = NodeRate {
+            calls: 1.0,
+            packets: 1.0,
+        };
+        assert!((rare.touch_rate(r1) - 0.02).abs() < 1e-12);
+        assert_eq!(every.touch_rate(r1), 1.0);
+        // Calls of 256: the rare line is touched in almost every call.
+        let r256 = NodeRate {
+            calls: 1.0 / 256.0,
+            packets: 1.0,
+        };
+        let t = rare.touch_rate(r256) * 256.0;
+        assert!(t > 0.99 && t < 1.0, "{t}");
+        // A node never called touches nothing.
+        assert_eq!(every.touch_rate(NodeRate::default()), 0.0);
+    }
+}
