@@ -190,17 +190,15 @@ mod avx2 {
         // A rotation by 0 shifts left by 32, which gives 0: still correct.
         let left = _mm_cvtsi32_si128(32 - shift as i32);
         let (mut hi, mut top) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-        for (m, o) in mbufs
-            .chunks_exact(8)
-            .zip(out.chunks_exact_mut(8))
-            .take(steps)
-        {
-            // SAFETY: `m` holds eight `usize` (two unaligned 32-byte loads), `o` eight
-            // `u32` (one unaligned 32-byte store).
+        let (m, o) = (mbufs.as_ptr(), out.as_mut_ptr());
+        for k in (0..steps * 8).step_by(8) {
+            // SAFETY: `k + 8 <= steps * 8 <= min(mbufs.len(), out.len())`: eight `usize`
+            // read at `m + k` (two unaligned 32-byte loads), eight `u32` written at `o + k`
+            // (one unaligned 32-byte store).
             let (a, b) = unsafe {
                 (
-                    _mm256_loadu_si256(m.as_ptr().cast()),
-                    _mm256_loadu_si256(m.as_ptr().add(4).cast()),
+                    _mm256_loadu_si256(m.add(k).cast()),
+                    _mm256_loadu_si256(m.add(k + 4).cast()),
                 )
             };
             let (a, b) = (_mm256_sub_epi64(a, base), _mm256_sub_epi64(b, base));
@@ -214,17 +212,25 @@ mod avx2 {
             let q = _mm256_or_si256(_mm256_srl_epi32(q, right), _mm256_sll_epi32(q, left));
             top = _mm256_max_epu32(top, q);
             // SAFETY: see above.
-            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), q) };
+            unsafe { _mm256_storeu_si256(o.add(k).cast(), q) };
         }
-        let mut lanes = [0u32; 8];
-        let mut his = [0u64; 4];
-        // SAFETY: 32-byte stores into 32-byte arrays.
-        unsafe {
-            _mm256_storeu_si256(lanes.as_mut_ptr().cast(), top);
-            _mm256_storeu_si256(his.as_mut_ptr().cast(), hi);
-        }
-        let top = lanes.into_iter().max().unwrap_or(0);
-        (his.iter().fold(0, |a, &h| a | h), top, steps * 8)
+        // Horizontal maximum and OR in registers.
+        let t = _mm_max_epu32(
+            _mm256_castsi256_si128(top),
+            _mm256_extracti128_si256::<1>(top),
+        );
+        let t = _mm_max_epu32(t, _mm_shuffle_epi32::<0b01_00_11_10>(t));
+        let t = _mm_max_epu32(t, _mm_shuffle_epi32::<0b10_11_00_01>(t));
+        let h = _mm_or_si128(
+            _mm256_castsi256_si128(hi),
+            _mm256_extracti128_si256::<1>(hi),
+        );
+        let h = _mm_or_si128(h, _mm_unpackhi_epi64(h, h));
+        (
+            _mm_cvtsi128_si64(h) as u64,
+            _mm_cvtsi128_si32(t) as u32,
+            steps * 8,
+        )
     }
 }
 
