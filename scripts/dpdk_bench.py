@@ -17,7 +17,7 @@ layout), and, with --old-target, an older build's dpdk_io (binaries of another c
 
 Needs Debian's dpdk-dev (dpdk-testpmd), libdpdk-dev and gcc.
 """
-import argparse, json, os, re, statistics, subprocess, sys, tempfile
+import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
 TSC_HZ = None
 
@@ -144,9 +144,11 @@ def summarize(res, setups):
                    'pktvec': lambda r: r['pktvec']['wall_cycles_per_packet'],
                    'pktvec_standard': lambda r: r['pktvec_standard']['wall_cycles_per_packet'],
                    'pktvec_old': lambda r: r['pktvec_old']['wall_cycles_per_packet'],
-                   'pktvec_one_call': lambda r: r['pktvec_one_call']['wall_cycles_per_packet']}
+                   'pktvec_one_call': lambda r: r['pktvec_one_call']['wall_cycles_per_packet'],
+                   'pktvec_two_calls': lambda r: r['pktvec_two_calls']['wall_cycles_per_packet']}
             key = {'testpmd_packed': 'testpmd_packed', 'pktvec_standard': 'pktvec_standard',
-                   'pktvec_old': 'pktvec_old', 'pktvec_one_call': 'pktvec_one_call'}
+                   'pktvec_old': 'pktvec_old', 'pktvec_one_call': 'pktvec_one_call',
+                   'pktvec_two_calls': 'pktvec_two_calls'}
             e = {}
             for v, f in val.items():
                 have = [r for r in rs if key.get(v, v) in r]
@@ -161,6 +163,8 @@ def summarize(res, setups):
                                'ratio_standard': ('pktvec_standard', 'testpmd'),
                                'ratio_old': ('pktvec_old', 'testpmd'),
                                'ratio_one_call': ('pktvec_one_call', 'testpmd'),
+                               'ratio_one_call_packed': ('pktvec_one_call', 'testpmd_packed'),
+                               'ratio_two_calls_packed': ('pktvec_two_calls', 'testpmd_packed'),
                                'new_over_old': ('pktvec', 'pktvec_old'),
                                'new_over_old_standard': ('pktvec_standard', 'pktvec_old')}.items():
                 both = [r for r in rs if key.get(a, a) in r and key.get(b, b) in r]
@@ -219,20 +223,35 @@ def main():
         for name, vdevs in setups.items():
             for burst in (32, 256):
                 p = f'{rep}{name}{burst}'
-                t = testpmd(vdevs, f'tp{p}', burst, a.secs)
-                # The driver burst is testpmd's; the rx node fills vectors of 256 from it.
-                o = ours_io(a.target, vdevs, f'io{p}', 256, burst, a.n)
-                tpk = testpmd(vdevs, f'tk{p}', burst, a.secs, packed=True)
-                ost = ours_io(a.target, vdevs, f'is{p}', 256, burst, a.n, layout='standard')
-                run_ = {'rep': rep, 'vdevs': name, 'burst': burst, 'testpmd': t, 'pktvec': o,
-                        'testpmd_packed': tpk}
-                if ost:
-                    run_['pktvec_standard'] = ost
+                # Every variant of this setup and burst, back to back, in an order rotated
+                # by the rep (a run's place after testpmd's teardown must not favour one
+                # variant); a second's pause after each testpmd lets its exit finish.
+                def tp(packed):
+                    out = testpmd(vdevs, f'{"tk" if packed else "tp"}{p}', burst, a.secs, packed=packed)
+                    time.sleep(1)
+                    return out
+                tasks = [('testpmd', lambda: tp(False)),
+                         # The driver burst is testpmd's; the rx node fills vectors of 256.
+                         ('pktvec', lambda: ours_io(a.target, vdevs, f'io{p}', 256, burst, a.n)),
+                         ('testpmd_packed', lambda: tp(True)),
+                         ('pktvec_standard', lambda: ours_io(a.target, vdevs, f'is{p}', 256, burst, a.n,
+                                                             layout='standard'))]
                 if a.old_target:
-                    run_['pktvec_old'] = ours_io(a.old_target, vdevs, f'io{p}o', 256, burst, a.n)
+                    tasks.append(('pktvec_old', lambda: ours_io(a.old_target, vdevs, f'io{p}o', 256, burst, a.n)))
                 if burst != 256:
-                    # ... and one driver call per vector of `burst` (the old rx node).
-                    run_['pktvec_one_call'] = ours_io(a.target, vdevs, f'iv{p}', burst, burst, a.n)
+                    # ... one driver call per vector of `burst` (the old rx node), and two
+                    # per vector (vectors of 2 * burst: the in-flight mbufs and metadata
+                    # lines fit L1).
+                    tasks.append(('pktvec_one_call', lambda: ours_io(a.target, vdevs, f'iv{p}', burst, burst, a.n)))
+                    tasks.append(('pktvec_two_calls', lambda: ours_io(a.target, vdevs, f'iw{p}', 2 * burst, burst, a.n)))
+                k = rep % len(tasks)
+                run_ = {'rep': rep, 'vdevs': name, 'burst': burst}
+                for key, f in tasks[k:] + tasks[:k]:
+                    out = f()
+                    if out:
+                        run_[key] = out
+                t, o, tpk = run_['testpmd'], run_['pktvec'], run_['testpmd_packed']
+                ost = run_.get('pktvec_standard')
                 res['runs'].append(run_)
                 print(f'rep {rep} {name:4} burst {burst:3}: testpmd {t["cycles_per_packet"]:.1f} '
                       f'(packed {tpk["cycles_per_packet"]:.1f}); pktvec {o["wall_cycles_per_packet"]:.1f} '

@@ -210,6 +210,53 @@ pub trait BufferBackend: Send {
 /// happen above it.
 pub const EXTERNAL_CACHE: usize = 512;
 
+/// A fresh metadata line (the template `BufferMeta { rx_if, ..default() }`) as four
+/// 16-byte words; its first four bytes (the place) are zero and get replaced per packet.
+#[cfg(target_arch = "x86_64")]
+type Line4 = [std::arch::x86_64::__m128i; 4];
+#[cfg(not(target_arch = "x86_64"))]
+type Line4 = [u128; 4];
+
+/// Writes metadata line `m` whole: the template `line` with the packet's data offset and
+/// length in its first four bytes. On x86-64 the two fields go into the first word with
+/// two `pinsrw` (SSE2) and the line is four 16-byte stores.
+#[inline(always)]
+fn write_line(m: &mut BufferMeta, line: Line4, data_offset: u16, len: u16) {
+    let w: &mut Line4 = bytemuck::cast_mut(m);
+    #[cfg(target_arch = "x86_64")]
+    let head = {
+        use std::arch::x86_64::_mm_insert_epi16;
+        // SAFETY: `pinsrw` needs SSE2, which every x86-64 CPU has (the architecture's
+        // baseline); it only moves register lanes. The bulk adopt tests compare the
+        // written lines with `BufferMeta` values field by field.
+        unsafe {
+            _mm_insert_epi16::<1>(
+                _mm_insert_epi16::<0>(line[0], data_offset as i32),
+                len as i32,
+            )
+        }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let head = line[0] >> 32 << 32 | (data_offset as u32 | (len as u32) << 16) as u128;
+    *w = [head, line[1], line[2], line[3]];
+}
+
+/// The largest index of `bis` (0 if empty): one comparison per burst instead of one per
+/// buffer. Written as a plain fold over chunks of 8 so that the compiler keeps it in
+/// vector registers (`pmaxud`, four indices an instruction).
+#[inline(always)]
+fn max_index(bis: &[u32]) -> u32 {
+    let mut top = [0u32; 8];
+    let mut chunks = bis.chunks_exact(8);
+    for c in &mut chunks {
+        for (t, &b) in top.iter_mut().zip(c) {
+            *t = (*t).max(b);
+        }
+    }
+    let rest = chunks.remainder().iter().copied().max().unwrap_or(0);
+    top.into_iter().max().unwrap_or(0).max(rest)
+}
+
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferPool")
@@ -437,20 +484,74 @@ impl BufferPool {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
         // The line as four 16-byte words: the first holds the place and the interfaces,
         // the other three are the template's (zero by default), stored whole.
-        let line: [u128; 4] = bytemuck::cast(BufferMeta {
+        let line: Line4 = bytemuck::cast(BufferMeta {
             rx_if,
             ..BufferMeta::default()
         });
+        let n = bis.len();
+        let mut i = 0;
+        // Fast path: one range check for the whole burst (a maximum the compiler
+        // vectorises), then per buffer only the "free" test, with no branch to a
+        // per-packet refusal: the first buffer that is not free ends it, and the checked
+        // loop below takes over from there.
+        if (max_index(bis) as usize) < self.meta.len() {
+            let meta = &mut self.meta;
+            // One step: adopts `bi` with the place of `d`, or says it is not free.
+            let mut adopt = |bi: u32, d: &T| {
+                // SAFETY: `bi <= max_index(bis) < meta.len()`, checked above.
+                let m = unsafe { meta.get_unchecked_mut(bi as usize) };
+                let free = m.flags.contains(MetaFlags::FREE);
+                if free {
+                    let (data_offset, len) = place(d);
+                    write_line(m, line, data_offset, len);
+                }
+                free
+            };
+            // Four buffers a loop step (chunks: no index checks), then the rest.
+            'fast: {
+                for (b4, d4) in bis.chunks_exact(4).zip(descs.chunks_exact(4)) {
+                    for j in 0..4 {
+                        if !adopt(b4[j], &d4[j]) {
+                            i += j;
+                            break 'fast;
+                        }
+                    }
+                    i += 4;
+                }
+                for (&bi, d) in bis[i..].iter().zip(&descs[i..]) {
+                    if !adopt(bi, d) {
+                        break 'fast;
+                    }
+                    i += 1;
+                }
+            }
+            if i == n {
+                self.in_use += n;
+                return n;
+            }
+        }
+        self.adopt_bulk_slow(bis, descs, i, line, place)
+    }
+
+    /// [`adopt_bulk_as`](Self::adopt_bulk_as) from `bis[from..]` on, where the fast path
+    /// stopped (`bis[..from]` are adopted): each buffer checked on its own, the refused
+    /// ones removed.
+    #[cold]
+    #[inline(never)]
+    fn adopt_bulk_slow<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        from: usize,
+        line: Line4,
+        mut place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
         let mut bad = 0usize;
-        for (slot, d) in bis.iter_mut().zip(descs) {
+        for (slot, d) in bis[from..].iter_mut().zip(&descs[from..]) {
             match self.meta.get_mut(*slot as usize) {
                 Some(m) if m.flags.contains(MetaFlags::FREE) => {
                     let (data_offset, len) = place(d);
-                    let mut head = line[0].to_ne_bytes();
-                    head[0..2].copy_from_slice(&data_offset.to_ne_bytes());
-                    head[2..4].copy_from_slice(&len.to_ne_bytes());
-                    let w: &mut [u128; 4] = bytemuck::cast_mut(m);
-                    *w = [u128::from_ne_bytes(head), line[1], line[2], line[3]];
+                    write_line(m, line, data_offset, len);
                 }
                 _ => {
                     // u32::MAX is never a buffer index (pools hold fewer).
@@ -461,8 +562,8 @@ impl BufferPool {
         }
         let mut k = bis.len();
         if bad > 0 {
-            k = 0;
-            for i in 0..bis.len() {
+            k = from;
+            for i in from..bis.len() {
                 if bis[i] != u32::MAX {
                     bis[k] = bis[i];
                     k += 1;
@@ -503,8 +604,63 @@ impl BufferPool {
         mut send: impl FnMut(u32, &BufferMeta) -> T,
     ) -> usize {
         assert!(out.len() >= bis.len(), "one output slot per buffer");
+        let n = bis.len();
+        let mut i = 0;
+        // Fast path as in `adopt_bulk_as`: one range check per burst, then only the "in
+        // use" test per buffer; the first buffer not in use hands over to the checked loop.
+        if (max_index(bis) as usize) < self.meta.len() {
+            let meta = &mut self.meta;
+            // One step: releases `bi` into `o`, or says it is not in use.
+            let mut release = |bi: u32, o: &mut T| {
+                // SAFETY: `bi <= max_index(bis) < meta.len()`, checked above.
+                let m = unsafe { meta.get_unchecked_mut(bi as usize) };
+                let used = !m.flags.contains(MetaFlags::FREE);
+                if used {
+                    *o = send(bi, m);
+                    m.flags = MetaFlags::FREE;
+                }
+                used
+            };
+            // Four buffers a loop step (chunks: no index checks), then the rest.
+            'fast: {
+                for (b4, o4) in bis.chunks_exact(4).zip(out.chunks_exact_mut(4)) {
+                    for j in 0..4 {
+                        if !release(b4[j], &mut o4[j]) {
+                            i += j;
+                            break 'fast;
+                        }
+                    }
+                    i += 4;
+                }
+                for (&bi, o) in bis[i..].iter().zip(out[i..].iter_mut()) {
+                    if !release(bi, o) {
+                        break 'fast;
+                    }
+                    i += 1;
+                }
+            }
+            if i == n {
+                self.in_use -= n;
+                return n;
+            }
+        }
+        self.release_bulk_slow(bis, out, i, hole, send)
+    }
+
+    /// [`release_bulk_map`](Self::release_bulk_map) from `bis[from..]` on, where the fast
+    /// path stopped (`bis[..from]` are released): each buffer checked on its own.
+    #[cold]
+    #[inline(never)]
+    fn release_bulk_slow<T: Copy>(
+        &mut self,
+        bis: &[u32],
+        out: &mut [T],
+        from: usize,
+        hole: T,
+        mut send: impl FnMut(u32, &BufferMeta) -> T,
+    ) -> usize {
         let mut bad = 0usize;
-        for (&bi, o) in bis.iter().zip(out.iter_mut()) {
+        for (&bi, o) in bis[from..].iter().zip(out[from..].iter_mut()) {
             match self.meta.get_mut(bi as usize) {
                 Some(m) if !m.flags.contains(MetaFlags::FREE) => {
                     *o = send(bi, m);
@@ -1279,6 +1435,54 @@ mod tests {
         assert_eq!(p.release_data(5), None);
         assert!(p.free(9));
         assert_eq!(p.in_use(), 0);
+    }
+
+    /// The bulk fast paths (one range check per burst, unchecked metadata access) hand
+    /// over to the checked loop at the first buffer they cannot take, wherever it is in
+    /// the burst, and the result is what one-by-one adoption or release would give.
+    #[test]
+    fn bulk_fast_paths_hand_over_mid_burst() {
+        let mut mem = vec![Line([0; 64]); 64 * 4];
+        let mut p = external(&mut mem, 64, 256);
+        for at in 0..9usize {
+            // A burst of 9 buffers, all in range; the one at `at` is already in use.
+            let mut bis: Vec<u32> = (10..19).collect();
+            assert!(p.adopt(bis[at]));
+            let descs: Vec<(u16, u16)> = (0..9).map(|i| (100 + i, 60 + i)).collect();
+            let k = p.adopt_bulk_as(&mut bis, &descs, 2, |&d| d);
+            let want: Vec<u32> = (10..19).filter(|&b| b != 10 + at as u32).collect();
+            assert_eq!(&bis[..k], &want[..], "in use at {at}");
+            for (i, bi) in (10..19u32).enumerate().filter(|&(i, _)| i != at) {
+                let m = p.meta(bi);
+                assert_eq!(
+                    (m.data_offset, m.len, m.rx_if),
+                    (descs[i].0, descs[i].1, 2),
+                    "buffer {bi}"
+                );
+                assert_eq!(m.flags, MetaFlags::default());
+            }
+            assert_eq!(p.in_use(), 9);
+            // Release them with the one at `at` twice (its second copy at the end, and
+            // one more copy right after the first): the later copies become holes.
+            let mut rel: Vec<u32> = (10..19).collect();
+            rel.insert(at + 1, 10 + at as u32);
+            rel.push(10 + at as u32);
+            let mut out = vec![0u32; rel.len()];
+            let n = p.release_bulk_map(&rel, &mut out, u32::MAX, |bi, m| bi * 1000 + m.len as u32);
+            assert_eq!(n, 9);
+            for (i, (&bi, &o)) in rel.iter().zip(&out).enumerate() {
+                let hole = bi == 10 + at as u32 && i > at;
+                assert_eq!(o == u32::MAX, hole, "slot {i} of {rel:?}");
+            }
+            assert_eq!(p.in_use(), 0);
+        }
+        assert_eq!((p.bad_adopts(), p.double_frees()), (9, 18));
+        // A duplicate inside one burst, all in range, is caught by the fast path's test.
+        let mut bis = [3u32, 4, 3, 5];
+        let k = p.adopt_bulk_as(&mut bis, &[(1u16, 2u16); 4], 0, |&d| d);
+        assert_eq!(&bis[..k], &[3, 4, 5]);
+        assert_eq!(p.bad_adopts(), 10);
+        assert_eq!(p.free_bulk(&bis[..k]), 3);
     }
 
     #[test]
