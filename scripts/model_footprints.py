@@ -108,9 +108,11 @@ def main():
     ap.add_argument('--ppb', required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--work', default='/tmp/model-footprints', help='callgrind outputs (reused if present)')
-    ap.add_argument('--deadline-us', type=float, help="ppb's batcher flush deadline (default ppb's 100 us)")
+    ap.add_argument('--deadline-us', type=float, default=1e9,
+                    help="ppb's batcher flush deadline, us (default 1e9: never expires, as the cachegrind "
+                         "sweep, scripts/ppb_sweep.py CG_DEADLINE_US; a time deadline has no meaning under valgrind)")
     a = ap.parse_args()
-    extra = ['--deadline-us', str(a.deadline_us)] if a.deadline_us is not None else []
+    extra = ['--deadline-us', str(a.deadline_us)]
     os.makedirs(a.work, exist_ok=True)
     # The monomorphisations of DynNode::process_dyn share one name: split them by address.
     syms = []
