@@ -112,11 +112,13 @@ struct Cli {
     #[arg(long)]
     i1_spread_by_order: bool,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
-    /// cachegrind runs, for the path model's node calls (`lru_path`): `ppb`'s 100 µs at
-    /// valgrind's ≈ 20 µs per packet (18–28 µs measured: `seconds` / `packets` of `ppb
-    /// --json` under cachegrind) ≈ 5 packets, shorter than a receive round from b = 4 on,
-    /// so every queue is flushed once per round. 0: queues always fill to a batch.
-    #[arg(long, default_value_t = 5.0)]
+    /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
+    /// deadline never expires and queues always fill to a batch, as in the standard sweep
+    /// (`scripts/ppb_sweep.py` runs cachegrind without a deadline). For a sweep run with
+    /// `--cg-deadline-us 100`: `ppb`'s 100 µs at valgrind's ≈ 20 µs per packet ≈ 5
+    /// packets, shorter than a receive round from b = 4 on, so every queue is flushed
+    /// once per round.
+    #[arg(long, default_value_t = 0.0)]
     flush_deadline_packets: f64,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
