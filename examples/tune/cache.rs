@@ -592,7 +592,7 @@ fn replay_i1(
         ways: 8,
         line: 64,
     };
-    let mut rep = TraceReplay::new(geo, OWNERS.len(), 0x1c0de);
+    let mut rep = TraceReplay::new(geo, OWNERS.len(), 0x1c0de).with_lines();
     let mut calls = vec![0u64; OWNERS.len()];
     let mut pkts = vec![0u64; OWNERS.len()];
     let total = 30_000 + 400 * b;
@@ -641,9 +641,18 @@ fn replay_i1(
         if counting {
             counted += vector.len();
         }
-        let mut call = |rep: &mut TraceReplay, o: usize, n: usize| {
+        // A node's call: the dispatcher's loop, the node, the dispatcher's loop again.
+        let mut call = |rep: &mut TraceReplay, o: usize, n: usize, rx: Option<usize>| {
             rep.call(pick(2, n), n as f64);
+            let d = rep.last().to_vec();
             rep.call(pick(o, n), n as f64);
+            if let Some(received) = rx {
+                // The batcher's receive side runs inside its call, its hand-over after.
+                let h = rep.last().to_vec();
+                rep.call(pick(1, b), received as f64);
+                rep.retouch(&h);
+            }
+            rep.retouch(&d);
             if counting {
                 calls[o] += 1;
                 pkts[o] += n as u64;
@@ -651,10 +660,8 @@ fn replay_i1(
                 pkts[2] += n as u64;
             }
         };
-        call(&mut rep, 0, vector.len());
+        call(&mut rep, 0, vector.len(), (received > 0).then_some(received));
         if received > 0 {
-            // The receive side, counted as its own owner's call (no dispatcher call).
-            rep.call(pick(1, b), received as f64);
             rx_calls += counting as u64;
         }
         // The graph drains the vector: nodes in the order they were scheduled.
@@ -669,7 +676,7 @@ fn replay_i1(
         }
         while let Some(o) = ready.pop_front() {
             let here = std::mem::take(&mut pending[o]);
-            call(&mut rep, o, here.len());
+            call(&mut rep, o, here.len(), None);
             for (p, k) in here {
                 if let Some(&n) = paths[p].get(k + 1) {
                     if pending[n].is_empty() {
@@ -684,6 +691,27 @@ fn replay_i1(
     pkts[1] = counted as u64;
     let per = counted.max(1) as f64;
     let misses = rep.misses.iter().map(|&m| m as f64 / per).collect();
+    if let (Ok(want), Some(by_line)) = (std::env::var("TUNE_REPLAY_LINES"), &rep.by_line) {
+        // Debug: `TUNE_REPLAY_LINES=realistic-on-16-32768`: per line, its owner, set,
+        // touches and misses per packet (stderr).
+        if want == format!("{tr}-{onoff}-{b}-{l1i}") {
+            let sets = geo.sets() as u64;
+            for (&line, &(t, m)) in by_line {
+                let o = lines
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .find(|l| l.line == line)
+                    .map_or("?", |l| OWNERS[l.node]);
+                eprintln!(
+                    "line {line:#x} set {:2} {o:16} touches {:.5} misses {:.5}",
+                    line % sets,
+                    t as f64 / per,
+                    m as f64 / per
+                );
+            }
+        }
+    }
     let rates = calls
         .iter()
         .zip(&pkts)

@@ -243,6 +243,10 @@ pub struct TraceReplay {
     pub misses: Vec<u64>,
     /// Touches per owner while counting.
     pub touches: Vec<u64>,
+    /// Per line address, (touches, misses) while counting, if enabled
+    /// ([`TraceReplay::with_lines`]): which lines and sets miss.
+    pub by_line: Option<BTreeMap<u64, (u64, u64)>>,
+    last: Vec<(u64, usize)>,
 }
 
 impl TraceReplay {
@@ -255,11 +259,21 @@ impl TraceReplay {
             counting: false,
             misses: vec![0; owners],
             touches: vec![0; owners],
+            by_line: None,
+            last: Vec::new(),
         }
     }
 
+    /// Also counts touches and misses per line ([`TraceReplay::by_line`]).
+    pub fn with_lines(mut self) -> Self {
+        self.by_line = Some(BTreeMap::new());
+        self
+    }
+
     /// One call of `packets` packets running `lines` (one owner's lines, or several).
+    /// The lines touched are kept ([`TraceReplay::last`]) for a [`TraceReplay::retouch`].
     pub fn call(&mut self, lines: &[CodeLine], packets: f64) {
+        self.last.clear();
         for l in lines {
             if l.per_call < EVERY_CALL {
                 let p = l.touch_probability(packets);
@@ -267,12 +281,56 @@ impl TraceReplay {
                     continue;
                 }
             }
-            let miss = self.cache.touch(l.line);
-            if self.counting {
-                if let Some(t) = self.touches.get_mut(l.node) {
-                    *t += 1;
-                    self.misses[l.node] += miss as u64;
-                }
+            self.last.push((l.line, l.node));
+            self.touch(l.line, l.node);
+        }
+    }
+
+    /// The `(line, owner)` pairs the last [`TraceReplay::call`] touched.
+    pub fn last(&self) -> &[(u64, usize)] {
+        &self.last
+    }
+
+    /// Touches `lines` again, in order: a caller's code that runs again after a callee
+    /// returns (the dispatcher's loop after a node's call, the batcher's hand-over after
+    /// its receive side), so the callee's lines count as older than the caller's.
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CacheGeometry, CodeLine, TraceReplay};
+    /// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 }; // 16 sets
+    /// let line = |n: usize, k: u64| CodeLine { line: 16 * k, node: n, per_call: 1.0, per_packet: 1.0 };
+    /// // Caller: 1 line; callee: 7; another node: 1, all in set 0 (nine lines).
+    /// let (caller, callee, other) = (vec![line(0, 0)], (1..8).map(|k| line(1, k)).collect::<Vec<_>>(), vec![line(2, 8)]);
+    /// let mut r = TraceReplay::new(geo, 3, 1);
+    /// for round in 0..11 {
+    ///     r.counting = round > 0;
+    ///     r.call(&caller, 1.0);
+    ///     let c = r.last().to_vec();
+    ///     r.call(&callee, 1.0);
+    ///     r.retouch(&c); // the caller's line is the most recent again
+    ///     r.call(&other, 1.0);
+    /// }
+    /// // Between two touches of the caller's line: only `other`'s line (1 < 8): it hits;
+    /// // the callee's and the other line see eight others: they miss.
+    /// assert_eq!(r.misses, vec![0, 70, 10]);
+    /// ```
+    pub fn retouch(&mut self, lines: &[(u64, usize)]) {
+        for &(line, node) in lines {
+            self.touch(line, node);
+        }
+    }
+
+    fn touch(&mut self, line: u64, node: usize) {
+        let miss = self.cache.touch(line);
+        if self.counting {
+            if let Some(t) = self.touches.get_mut(node) {
+                *t += 1;
+                self.misses[node] += miss as u64;
+            }
+            if let Some(m) = &mut self.by_line {
+                let e = m.entry(line).or_default();
+                e.0 += 1;
+                e.1 += miss as u64;
             }
         }
     }
