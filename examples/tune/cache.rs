@@ -7,7 +7,7 @@
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
 use pktvec::model::icache::{
-    code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread, TraceReplay,
+    code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread, TraceReplay, EVERY_CALL,
 };
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
@@ -533,7 +533,23 @@ fn replay_i1(
         }
         v
     };
-    let lines = [by_owner(false), by_owner(true)];
+    // Two calibration sizes tell per-call code from per-packet code: a line the wide run
+    // (calls of ≈ 64 packets) ran on every call but the narrow run (calls of 1–3) did not
+    // runs for some packets (a branch, the 4-wide loop), not for every call: in a call of
+    // n packets it runs with probability 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
+    let narrow = by_owner(true);
+    let mut wide = by_owner(false);
+    for (o, ls) in wide.iter_mut().enumerate() {
+        for l in ls.iter_mut() {
+            let every_narrow = narrow[o]
+                .iter()
+                .any(|n| n.line == l.line && n.per_call >= EVERY_CALL);
+            if l.per_call >= EVERY_CALL && !every_narrow {
+                l.per_call = 0.0;
+            }
+        }
+    }
+    let lines = [wide, narrow];
     let pick = |o: usize, n: usize| &lines[(n < WIDTH) as usize][o];
     // Paths as owner sequences (batcher and dispatcher left out, repeats merged).
     let mix = traffic(tr, on);
