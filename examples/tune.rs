@@ -111,6 +111,11 @@ struct Cli {
     /// default: evenly for both (an upper bound on conflicts).
     #[arg(long)]
     i1_spread_by_order: bool,
+    /// With `--footprints`: the trace replay's rule for which lines the b = 64 calibration
+    /// run ran on every call run per packet instead (`integral`: decided from the b = 1 run,
+    /// and for lines it never ran, whether they ran a whole number of times per call).
+    #[arg(long, value_enum, default_value_t = cache::LineRule::Integral)]
+    i1_replay_rule: cache::LineRule,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
     /// deadline never expires and queues always fill to a batch, as in the standard sweep
@@ -296,6 +301,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 deadline: (cli.flush_deadline_packets > 0.0).then_some(cli.flush_deadline_packets),
                 json: cli.json,
                 spread_by_order: cli.i1_spread_by_order,
+                line_rule: cli.i1_replay_rule,
             },
         )?;
         if cli.json {

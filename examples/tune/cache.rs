@@ -516,6 +516,7 @@ fn replay_i1(
     on: bool,
     b: usize,
     l1i: usize,
+    rule: LineRule,
 ) -> (Vec<f64>, Vec<NodeRate>) {
     let b = b.max(1);
     let onoff = if on { "on" } else { "off" };
@@ -533,18 +534,26 @@ fn replay_i1(
         }
         v
     };
-    // Two calibration sizes tell per-call code from per-packet code: a line the wide run
-    // (calls of ≈ 64 packets) ran on every call but the narrow run (calls of 1–3) did not
-    // runs for some packets (a branch, the 4-wide loop), not for every call: in a call of
-    // n packets it runs with probability 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
+    // Two calibration sizes tell per-call code from per-packet code ([`LineRule`]): a line
+    // the wide run (calls of ≈ 64 packets) ran on every call but that depends on packets
+    // (a branch for some packets) runs in a call of n packets with probability
+    // 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
     let narrow = by_owner(true);
     let mut wide = by_owner(false);
     for (o, ls) in wide.iter_mut().enumerate() {
         for l in ls.iter_mut() {
-            let every_narrow = narrow[o]
-                .iter()
-                .any(|n| n.line == l.line && n.per_call >= EVERY_CALL);
-            if l.per_call >= EVERY_CALL && !every_narrow {
+            let in_narrow = narrow[o].iter().find(|n| n.line == l.line);
+            let integral = (l.per_call - l.per_call.round()).abs() < 0.05;
+            let demote = match rule {
+                LineRule::Wide => false,
+                LineRule::Absent => in_narrow.is_none_or(|n| n.per_call < EVERY_CALL),
+                LineRule::Present => in_narrow.is_some_and(|n| n.per_call < EVERY_CALL),
+                LineRule::Integral => match in_narrow {
+                    Some(n) => n.per_call < EVERY_CALL,
+                    None => !integral,
+                },
+            };
+            if l.per_call >= EVERY_CALL && demote {
                 l.per_call = 0.0;
             }
         }
@@ -676,7 +685,12 @@ fn replay_i1(
                 pkts[2] += n as u64;
             }
         };
-        call(&mut rep, 0, vector.len(), (received > 0).then_some(received));
+        call(
+            &mut rep,
+            0,
+            vector.len(),
+            (received > 0).then_some(received),
+        );
         if received > 0 {
             rx_calls += counting as u64;
         }
@@ -739,6 +753,26 @@ fn replay_i1(
     (misses, rates)
 }
 
+/// Which lines the wide calibration run (calls of ≈ 64 packets) ran on every call are
+/// taken, in the trace replay, to run for some packets only (a branch: probability
+/// 1 − (1 − ρ)^n in a call of n packets) rather than on every call; decided from the
+/// narrow run (calls of 1–3 packets) of the same traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LineRule {
+    /// Those the narrow run ran in some calls only (a per-packet branch), and those it
+    /// never ran (code for calls of ≥ 4 packets) unless they ran a whole number of times
+    /// per call in the wide run (structural code — loop entries, fixed-trip loops — runs
+    /// an integral number of times per call; a branch taken by some packets averages a
+    /// fraction).
+    Integral,
+    /// Only those the narrow run ran in some calls only.
+    Present,
+    /// Those too that the narrow run never ran.
+    Absent,
+    /// None: the wide run's every-call lines run on every call.
+    Wide,
+}
+
 /// The settings of one comparison (`tune --cache …`).
 pub struct Options<'a> {
     /// Batch sizes whose points calibrate the fitted parameters (D1; I1 of the ratio model).
@@ -756,6 +790,8 @@ pub struct Options<'a> {
     /// I1: touches of different nodes spread at random for independently drawn paths
     /// ([`Spread::Random`]), else evenly.
     pub spread_by_order: bool,
+    /// I1 trace replay: which wide-run lines run per packet rather than per call.
+    pub line_rule: LineRule,
 }
 
 /// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
@@ -772,6 +808,7 @@ pub fn run(
         deadline,
         json,
         spread_by_order,
+        line_rule,
     } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
@@ -960,7 +997,7 @@ pub fn run(
             let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
             variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("lru_path", by));
-            let (by, rates) = replay_i1(f, p.traffic, p.on, p.b, p.l1i);
+            let (by, rates) = replay_i1(f, p.traffic, p.on, p.b, p.l1i, line_rule);
             variants.push(("replay", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("replay", by));
             replay_rates = Some(rates);
@@ -1041,7 +1078,7 @@ pub fn run(
     let doc = json!({
         "data": data.display().to_string(), "binary": bin.display().to_string(),
         "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
-        "i1_capacity_term": capacity,
+        "i1_capacity_term": capacity, "i1_replay_line_rule": format!("{line_rule:?}"),
         "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
         "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
         "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),
