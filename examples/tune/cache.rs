@@ -1,9 +1,12 @@
 //! `tune --cache`: the PPB model's I1/D1 misses per packet (seed `001_*` eq. 2–3) against
 //! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
 //! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
-//! 8 KiB simulated L1i). Node code footprints come from the `ppb` binary's symbol sizes
-//! (`nm -S`); the few miss parameters are calibrated on a few batch sizes and the rest is
-//! predicted.
+//! 8 KiB simulated L1i; no flush deadline). I1 from the code lines measured by
+//! `scripts/model_footprints.py` (b = 1 and 64): replayed in the batcher's and the graph's
+//! dispatch order through an exact LRU (`i1_replay`, [`replay_i1`]) and estimated per set
+//! from touch rates (`i1_lru`, `i1_lru_path`); the older footprint × ratio model from the
+//! `ppb` binary's symbol sizes (`nm -S`, `i1_ratio`) and D1 (eq. 3) with a few parameters
+//! calibrated on a few batch sizes. The rest is predicted.
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
 use pktvec::model::icache::{
@@ -546,7 +549,7 @@ fn replay_i1(
             let integral = (l.per_call - l.per_call.round()).abs() < 0.05;
             let demote = match rule {
                 LineRule::Wide => false,
-                LineRule::Absent => in_narrow.is_none_or(|n| n.per_call < EVERY_CALL),
+                LineRule::Absent => in_narrow.map_or(true, |n| n.per_call < EVERY_CALL),
                 LineRule::Present => in_narrow.is_some_and(|n| n.per_call < EVERY_CALL),
                 LineRule::Integral => match in_narrow {
                     Some(n) => n.per_call < EVERY_CALL,

@@ -22,6 +22,14 @@
 //!   number touched is a sum of independent Bernoullis, and
 //!   misses per packet = Σ_l τ_l · P(#others ≥ ways).
 //!
+//! * **Trace replay** ([`TraceReplay`], [`LruSets`]): instead of estimating each gap
+//!   from rates, a caller replays the node calls in the order the graph dispatches them
+//!   (each call its owner's lines, rarer lines drawn with [`CodeLine::touch_probability`])
+//!   through an exact set-associative LRU, as cachegrind simulates it: which lines of an
+//!   overfull set come between two touches then follows from the order, not from rates
+//!   (`examples/tune/cache.rs` builds the order from the batcher's and `Graph::drain`'s
+//!   rules).
+//!
 //! Code that fits (every set holds at most `ways` of the lines touched between two
 //! touches) therefore has no misses beyond the compulsory ones, a footprint far beyond
 //! the cache misses on every touch, and in between only the overfull sets miss — the
@@ -166,9 +174,8 @@ impl CodeLine {
 /// let cycle: Vec<u64> = (0..9).map(|k| 16 * k).collect();
 /// assert_eq!(cycle.iter().filter(|&&l| c.touch(l)).count(), 9); // compulsory
 /// assert_eq!(cycle.iter().filter(|&&l| c.touch(l)).count(), 9); // LRU thrashes
-/// // Eight of them fit.
-/// assert_eq!(cycle[..8].iter().filter(|&&l| c.touch(l)).count(), 1);
-/// assert_eq!(cycle[..8].iter().filter(|&&l| c.touch(l)).count(), 0);
+/// // The eight most recent (lines 1–8) are held: touched again, they all hit.
+/// assert_eq!(cycle[1..].iter().filter(|&&l| c.touch(l)).count(), 0);
 /// ```
 #[derive(Clone, Debug)]
 pub struct LruSets {
