@@ -24,7 +24,7 @@ def cache_plot(doc, out_prefix):
     rows = doc['rows']
     for ev in ('i1', 'd1'):
         W, H, L, B, T = 760, 420, 70, 50, 34
-        title = ('I1 misses per packet: trace replay (solid), rate LRU with path-model calls (dashed) vs cachegrind (dots); hollow = calibration'
+        title = ('I1 misses/packet: replay (solid), lru_path (dashed), cachegrind (dots; hollow: calibration)'
                  if ev == 'i1' and 'i1_replay' in rows[0] else
                  f'{ev.upper()} misses per packet: model (lines; I1 dashed: path-model calls) vs cachegrind (dots); hollow = calibration')
         o = svg_open(W, H, title)
