@@ -523,9 +523,10 @@ fn replay_i1(
 ) -> (Vec<f64>, Vec<NodeRate>) {
     let b = b.max(1);
     let onoff = if on { "on" } else { "off" };
-    // Per family width (narrow, wide) and owner: its lines in address order.
-    let by_owner = |narrow: bool| -> Vec<Vec<CodeLine>> {
-        let key = format!("{tr}-{onoff}-{}", if narrow { "narrow" } else { "wide" });
+    // Per family (narrow, wide, and huge if calibrated: `model_footprints.py --huge`) and
+    // owner: its lines in address order.
+    let by_owner = |family: &str| -> Vec<Vec<CodeLine>> {
+        let key = format!("{tr}-{onoff}-{family}");
         let mut v = vec![Vec::new(); OWNERS.len()];
         if let Some(f) = fams.get(&key) {
             for l in &f.lines {
@@ -541,9 +542,14 @@ fn replay_i1(
     // the wide run (calls of ≈ 64 packets) ran on every call but that depends on packets
     // (a branch for some packets) runs in a call of n packets with probability
     // 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
-    let narrow = by_owner(true);
-    let mut wide = by_owner(false);
-    for (o, ls) in wide.iter_mut().enumerate() {
+    let narrow = by_owner("narrow");
+    let mut wide = by_owner("wide");
+    let mut huge = by_owner("huge");
+    for (o, ls) in wide
+        .iter_mut()
+        .enumerate()
+        .chain(huge.iter_mut().enumerate())
+    {
         for l in ls.iter_mut() {
             let in_narrow = narrow[o].iter().find(|n| n.line == l.line);
             let integral = (l.per_call - l.per_call.round()).abs() < 0.05;
@@ -561,8 +567,20 @@ fn replay_i1(
             }
         }
     }
-    let lines = [wide, narrow];
-    let pick = |o: usize, n: usize| &lines[(n < WIDTH) as usize][o];
+    let has_huge = huge.iter().any(|l| !l.is_empty());
+    let lines = [wide, narrow, huge];
+    // Calls of fewer packets than the prefetch width: the narrow lines; of more than 96
+    // (closer to 256 than to 64), the huge lines if calibrated; else the wide ones.
+    let pick = |o: usize, n: usize| {
+        let f = if n < WIDTH {
+            1
+        } else if n > 96 && has_huge {
+            2
+        } else {
+            0
+        };
+        &lines[f][o]
+    };
     // Paths as owner sequences (batcher and dispatcher left out, repeats merged).
     let mix = traffic(tr, on);
     let paths: Vec<Vec<usize>> = mix
