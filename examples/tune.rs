@@ -111,12 +111,19 @@ struct Cli {
     /// default: evenly for both (an upper bound on conflicts).
     #[arg(long)]
     i1_spread_by_order: bool,
+    /// With `--footprints`: the trace replay's rule for which lines the b = 64 calibration
+    /// run ran on every call run per packet instead (`integral`: decided from the b = 1 run,
+    /// and for lines it never ran, whether they ran a whole number of times per call).
+    #[arg(long, value_enum, default_value_t = cache::LineRule::Integral)]
+    i1_replay_rule: cache::LineRule,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
-    /// cachegrind runs, for the path model's node calls (`lru_path`): `ppb`'s 100 µs at
-    /// valgrind's ≈ 20 µs per packet (18–28 µs measured: `seconds` / `packets` of `ppb
-    /// --json` under cachegrind) ≈ 5 packets, shorter than a receive round from b = 4 on,
-    /// so every queue is flushed once per round. 0: queues always fill to a batch.
-    #[arg(long, default_value_t = 5.0)]
+    /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
+    /// deadline never expires and queues always fill to a batch, as in the standard sweep
+    /// (`scripts/ppb_sweep.py` runs cachegrind without a deadline). For a sweep run with
+    /// `--cg-deadline-us 100`: `ppb`'s 100 µs at valgrind's ≈ 20 µs per packet ≈ 5
+    /// packets, shorter than a receive round from b = 4 on, so every queue is flushed
+    /// once per round.
+    #[arg(long, default_value_t = 0.0)]
     flush_deadline_packets: f64,
     /// L1d bytes of the cachegrind runs (the host's, from CPUID).
     #[arg(long, default_value_t = 32768)]
@@ -294,6 +301,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 deadline: (cli.flush_deadline_packets > 0.0).then_some(cli.flush_deadline_packets),
                 json: cli.json,
                 spread_by_order: cli.i1_spread_by_order,
+                line_rule: cli.i1_replay_rule,
             },
         )?;
         if cli.json {

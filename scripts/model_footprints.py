@@ -21,6 +21,8 @@ import argparse, collections, json, os, re, subprocess
 SETTINGS = {  # family: (batch, vector size)
     'on-narrow': (1, 256), 'on-wide': (64, 256), 'off-narrow': (0, 1), 'off-wide': (0, 64),
 }
+# --huge: a third size (calls of 256 packets), for code that runs only in calls above 64.
+HUGE = {'on-huge': (256, 256), 'off-huge': (0, 256)}
 ARGS = ['--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
 
 # Function name (demangled, as callgrind prints it) -> owner; first match wins.
@@ -108,9 +110,14 @@ def main():
     ap.add_argument('--ppb', required=True)
     ap.add_argument('--out', required=True)
     ap.add_argument('--work', default='/tmp/model-footprints', help='callgrind outputs (reused if present)')
-    ap.add_argument('--deadline-us', type=float, help="ppb's batcher flush deadline (default ppb's 100 us)")
+    ap.add_argument('--deadline-us', type=float, default=1e9,
+                    help="ppb's batcher flush deadline, us (default 1e9: never expires, as the cachegrind "
+                         "sweep, scripts/ppb_sweep.py CG_DEADLINE_US; a time deadline has no meaning under valgrind)")
+    ap.add_argument('--huge', action='store_true',
+                    help='also calibrate at b = 256 / V = 256 (families on-huge, off-huge; tune uses them for calls of > 96 packets)')
     a = ap.parse_args()
-    extra = ['--deadline-us', str(a.deadline_us)] if a.deadline_us is not None else []
+    settings = dict(SETTINGS, **(HUGE if a.huge else {}))
+    extra = ['--deadline-us', str(a.deadline_us)]
     os.makedirs(a.work, exist_ok=True)
     # The monomorphisations of DynNode::process_dyn share one name: split them by address.
     syms = []
@@ -120,7 +127,7 @@ def main():
             syms.append((int(p[0], 16), int(p[1], 16)))
     fams = {}
     for traffic in ('alternating', 'realistic'):
-        for fam, (b, v) in SETTINGS.items():
+        for fam, (b, v) in settings.items():
             lo, slo = run(a.ppb, a.work, traffic, b, v, 50_000, extra)
             hi, shi = run(a.ppb, a.work, traffic, b, v, 150_000, extra)
             per = {}

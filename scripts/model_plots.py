@@ -24,7 +24,10 @@ def cache_plot(doc, out_prefix):
     rows = doc['rows']
     for ev in ('i1', 'd1'):
         W, H, L, B, T = 760, 420, 70, 50, 34
-        o = svg_open(W, H, f'{ev.upper()} misses per packet: model (lines; I1 dashed: path-model calls) vs cachegrind (dots); hollow = calibration')
+        title = ('I1 misses/packet: replay (solid), lru_path (dashed), cachegrind (dots; hollow: calibration)'
+                 if ev == 'i1' and 'i1_replay' in rows[0] else
+                 f'{ev.upper()} misses per packet: model (lines; I1 dashed: path-model calls) vs cachegrind (dots); hollow = calibration')
+        o = svg_open(W, H, title)
         series = {}
         for r in rows:
             if ev == 'd1' and r['l1i'] != 32768:
@@ -35,9 +38,9 @@ def cache_plot(doc, out_prefix):
         logy = ev == 'i1'
         # Log axis: values at or below FLOOR (misses measured at ~0) are drawn at the floor.
         FLOOR = 1e-3
-        # I1: the LRU model on measured code lines with each run's node calls (solid) and
-        # with the path model's calls (dashed), when present; else the older key.
-        pk = 'i1_lru' if ev == 'i1' and 'i1_lru' in rows[0] else f'{ev}_predicted'
+        # I1: the trace replay (solid) and the rate-based LRU model with the path model's
+        # calls (dashed), when present; else the older keys.
+        pk = next((k for k in ('i1_replay', 'i1_lru') if ev == 'i1' and k in rows[0]), f'{ev}_predicted')
         dk = 'i1_lru_path' if ev == 'i1' and 'i1_lru_path' in rows[0] else None
         ck = 'calibration_i1' if ev == 'i1' and 'calibration_i1' in rows[0] else 'calibration'
         ys = [r[k] for r in rows for k in (pk, f'{ev}_measured') + ((dk,) if dk else ())]

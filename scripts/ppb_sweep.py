@@ -15,6 +15,16 @@ import argparse, json, os, re, statistics, subprocess
 
 BATCHES = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256]
 
+# The batcher's flush deadline for the cachegrind runs, microseconds: one that never
+# expires. The deadline is wall-clock time (TSC): natively ppb's 100 us are ~1,000 packets,
+# far more than a receive round, so queues fill to b. Under valgrind (20-50x slower,
+# ~20 us per packet, more when the machine is loaded) the same 100 us are ~2-5 packets:
+# whether a queue fills to b or is flushed partial every receive round then depends on
+# valgrind's speed, i.e. on the machine's load, and the batcher-on points are not
+# reproducible. With no deadline the runs are deterministic (same vectors every time) and
+# show the native behaviour; the batcher has no packet-count deadline to use instead.
+CG_DEADLINE_US = 1e9
+
 def ppb(target, args):
     out = subprocess.run([f'{target}/ppb', '--json'] + args, capture_output=True, text=True, check=True).stdout
     return json.loads(out[out.index('{'):])
@@ -32,8 +42,8 @@ def cachegrind(target, traffic, batch, n, i1, vector=256, deadline_us=None):
     get = lambda k: int(re.search(rf'{k}\s+([\d,]+)', p.stderr).group(1).replace(',', ''))
     out = {'I1': get('I1  misses:'), 'D1': get('D1  misses:'), 'Ir': get('I   refs:')}
     # The nodes' calls and packets in this run (runtime stats): the vectors the batcher
-    # actually formed (under valgrind its time-based flush deadline expires far sooner
-    # in packets than natively), for the model's cache side (`tune --cache`).
+    # actually formed (with a deadline that expires, e.g. --cg-deadline-us 100, under
+    # valgrind far sooner in packets than natively), for the model's cache side (`tune --cache`).
     j = json.loads(p.stdout[p.stdout.index('{'):])
     for r in j['runtime']['rows']:
         out[f"calls:{r['name']}"] = r['calls']
@@ -84,9 +94,10 @@ def main():
                     help='run one half and merge it into the existing --json file')
     ap.add_argument('--batches', type=lambda t: [int(x) for x in t.split(',')], default=BATCHES,
                     help='cachegrind: only these batch sizes (merged into the existing --json file)')
-    ap.add_argument('--cg-deadline-us', type=float,
-                    help='cachegrind: the batcher\'s flush deadline (default: ppb\'s 100 us, which under '
-                         'valgrind\'s ~50x slower clock expires after a few packets, depending on the load)')
+    ap.add_argument('--cg-deadline-us', type=float, default=CG_DEADLINE_US,
+                    help='cachegrind: the batcher\'s flush deadline, us (default 1e9: never expires, so '
+                         'queues fill to b; a time deadline has no meaning under valgrind, see CG_DEADLINE_US; '
+                         'pass 100 for ppb\'s native default)')
     a = ap.parse_args()
     res = {'batches': BATCHES, 'cachegrind': {}, 'cycles': {}, 'latency': {}, 'deadline': {}}
     if a.only and os.path.exists(a.json):
@@ -139,6 +150,7 @@ def main():
     if a.only != 'native':
         old = res['cachegrind'] if a.batches != BATCHES else {}
         res['cachegrind'] = {}
+        res['cg_deadline_us'] = a.cg_deadline_us
         for i1 in (None, 8192):
             for traffic in ('alternating', 'realistic'):
                 key = f'{traffic}-I1-{i1 or "host"}'

@@ -1,17 +1,23 @@
 //! `tune --cache`: the PPB model's I1/D1 misses per packet (seed `001_*` eq. 2–3) against
 //! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
 //! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
-//! 8 KiB simulated L1i). Node code footprints come from the `ppb` binary's symbol sizes
-//! (`nm -S`); the few miss parameters are calibrated on a few batch sizes and the rest is
-//! predicted.
+//! 8 KiB simulated L1i; no flush deadline). I1 from the code lines measured by
+//! `scripts/model_footprints.py` (b = 1 and 64): replayed in the batcher's and the graph's
+//! dispatch order through an exact LRU (`i1_replay`, [`replay_i1`]) and estimated per set
+//! from touch rates (`i1_lru`, `i1_lru_path`); the older footprint × ratio model from the
+//! `ppb` binary's symbol sizes (`nm -S`, `i1_ratio`) and D1 (eq. 3) with a few parameters
+//! calibrated on a few batch sizes. The rest is predicted.
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
-use pktvec::model::icache::{code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread};
+use pktvec::model::icache::{
+    code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread, TraceReplay, EVERY_CALL,
+};
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::path::Path as FsPath;
 
 /// The graph of `examples/ppb.rs` as the model sees it: node name and the symbols (substrings
@@ -199,8 +205,18 @@ fn traffic(name: &str, on: bool) -> Vec<Path> {
         // ipv4 70, ipv6 25 (2% of all VLAN-tagged), arp 1 (not for us: dropped),
         // unknown EtherType 1, malformed 1 (through ip4-input's general check).
         _ => {
-            // Tagged packets go through ethernet-input (2) and its tagged path (13).
-            let tagged = |rest: &[usize]| -> Vec<usize> { [&[0, 1, 2, 13], rest].concat() };
+            // Tagged packets go through ethernet-input (2) and its tagged path (13) with the
+            // batcher off; with it on, the batcher strips the tag of an IP frame and sends
+            // it straight to ip4-input/ip6-input in its path's vectors (`ppb --json`,
+            // realistic, b = 256: the IPv4 queue holds 72.4% of the packets, the mice
+            // queue only ARP and unknown EtherTypes, 1.9%).
+            let tagged = |rest: &[usize]| -> Vec<usize> {
+                if on {
+                    untagged(rest)
+                } else {
+                    [&[0, 1, 2, 13], rest].concat()
+                }
+            };
             vec![
                 p(0.98 * 70.0 / 98.0, ip4),
                 p(0.02 * 70.0 / 98.0, tagged(&[3, 4, 5, 10, 11])),
@@ -451,6 +467,333 @@ fn lru_i1(
     )
 }
 
+/// The owner ([`OWNERS`] index) of a node of [`NODES`]: the batcher and the dispatcher
+/// as such, the slow-path pseudo-nodes their node's, every other node itself.
+fn owner_of(node: usize) -> usize {
+    match node {
+        0 => 0,
+        1 => 2,
+        13 => 3, // ethernet-input (tagged/unknown)
+        14 => 4, // ip4-input (options/malformed)
+        i => i + 1,
+    }
+}
+
+/// A SplitMix64 generator in [0, 1) (the replay's traffic draws).
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Trace-driven I1 misses per packet (per owner) of one point, from the measured lines of
+/// the calibration families and nothing measured at the point itself: the traffic's
+/// packets (alternating: IPv4 and IPv6 in turn; realistic: each packet's path drawn from
+/// the mix) go through the batcher's rule (`batcher/src/node.rs`, no flush deadline:
+/// bursts of b; a burst of one path whose queue is empty is handed over at once, else
+/// queued per protocol (entry node), those of ≥ 5% of the packets in their own queue, the
+/// rest in the mice queue;
+/// a call hands over one vector — the next queue in round robin holding a batch, up to b
+/// packets of one next node — after receiving until some queue does), or with the
+/// batcher off vectors of b to `ethernet-input`. Each vector then runs through the graph
+/// as `Graph::drain` does: the nodes with pending packets in the order they were scheduled
+/// (first come, first served), each call with the packets that reached the node. Every
+/// call (the batcher's too) replays the dispatcher's lines, then its owner's lines (the
+/// batcher's receive side in the calls that receive), through an exact 8-way LRU L1i
+/// ([`TraceReplay`]): the narrow family's lines for calls of fewer packets than the
+/// prefetch width, else the wide one's. Returns (misses per packet per owner, the
+/// replay's calls and packets per packet per owner).
+///
+/// Not replayed: the batcher's `uniform_vectors` rule (vectors of 2–3 at b = 1), epoch
+/// re-decisions, queue capacity (never reached without a deadline at b ≤ 256).
+fn replay_i1(
+    fams: &BTreeMap<String, Family>,
+    tr: &str,
+    on: bool,
+    b: usize,
+    l1i: usize,
+    rule: LineRule,
+) -> (Vec<f64>, Vec<NodeRate>) {
+    let b = b.max(1);
+    let onoff = if on { "on" } else { "off" };
+    // Per family (narrow, wide, and huge if calibrated: `model_footprints.py --huge`) and
+    // owner: its lines in address order.
+    let by_owner = |family: &str| -> Vec<Vec<CodeLine>> {
+        let key = format!("{tr}-{onoff}-{family}");
+        let mut v = vec![Vec::new(); OWNERS.len()];
+        if let Some(f) = fams.get(&key) {
+            for l in &f.lines {
+                v[l.node].push(l.clone());
+            }
+        }
+        for l in &mut v {
+            l.sort_by_key(|l| l.line);
+        }
+        v
+    };
+    // Two calibration sizes tell per-call code from per-packet code ([`LineRule`]): a line
+    // the wide run (calls of ≈ 64 packets) ran on every call but that depends on packets
+    // (a branch for some packets) runs in a call of n packets with probability
+    // 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
+    let narrow = by_owner("narrow");
+    let mut wide = by_owner("wide");
+    let mut huge = by_owner("huge");
+    for (o, ls) in wide
+        .iter_mut()
+        .enumerate()
+        .chain(huge.iter_mut().enumerate())
+    {
+        for l in ls.iter_mut() {
+            let in_narrow = narrow[o].iter().find(|n| n.line == l.line);
+            let integral = (l.per_call - l.per_call.round()).abs() < 0.05;
+            let demote = match rule {
+                LineRule::Wide => false,
+                LineRule::Absent => in_narrow.map_or(true, |n| n.per_call < EVERY_CALL),
+                LineRule::Present => in_narrow.is_some_and(|n| n.per_call < EVERY_CALL),
+                LineRule::Integral => match in_narrow {
+                    Some(n) => n.per_call < EVERY_CALL,
+                    None => !integral,
+                },
+            };
+            if l.per_call >= EVERY_CALL && demote {
+                l.per_call = 0.0;
+            }
+        }
+    }
+    let has_huge = huge.iter().any(|l| !l.is_empty());
+    let lines = [wide, narrow, huge];
+    // Calls of fewer packets than the prefetch width: the narrow lines; of more than 96
+    // (closer to 256 than to 64), the huge lines if calibrated; else the wide ones.
+    let pick = |o: usize, n: usize| {
+        let f = if n < WIDTH {
+            1
+        } else if n > 96 && has_huge {
+            2
+        } else {
+            0
+        };
+        &lines[f][o]
+    };
+    // Paths as owner sequences (batcher and dispatcher left out, repeats merged).
+    let mix = traffic(tr, on);
+    let paths: Vec<Vec<usize>> = mix
+        .iter()
+        .map(|p| {
+            let mut v: Vec<usize> = Vec::new();
+            for &n in &p.nodes[2..] {
+                let o = owner_of(n);
+                if v.last() != Some(&o) {
+                    v.push(o);
+                }
+            }
+            v
+        })
+        .collect();
+    // Queues: the batcher classifies by protocol (the IPv4 path holds untagged, tagged
+    // and malformed IPv4 frames alike), i.e. by the node a packet enters at; an entry
+    // node with at least 5% of the packets gets a queue of its own, the rest share the
+    // mice queue (0).
+    const ELEPHANT: f64 = 0.05;
+    let mut entry_share: BTreeMap<usize, f64> = BTreeMap::new();
+    for (p, path) in mix.iter().zip(&paths) {
+        *entry_share.entry(path[0]).or_default() += p.share;
+    }
+    let mut queue_by_entry: BTreeMap<usize, usize> = BTreeMap::new();
+    for (&e, &share) in &entry_share {
+        if share >= ELEPHANT {
+            let q = queue_by_entry.len() + 1;
+            queue_by_entry.insert(e, q);
+        }
+    }
+    let nq = queue_by_entry.len() + 1;
+    let queue_of: Vec<usize> = paths
+        .iter()
+        .map(|p| queue_by_entry.get(&p[0]).copied().unwrap_or(0))
+        .collect();
+    let mut draw = Draw(0x5eed);
+    let mut seq = 0usize;
+    let mut next_packet = || -> usize {
+        seq += 1;
+        if tr == "alternating" {
+            return seq % 2;
+        }
+        let mut u = draw.next();
+        for (i, p) in mix.iter().enumerate() {
+            if u < p.share {
+                return i;
+            }
+            u -= p.share;
+        }
+        mix.len() - 1
+    };
+    let geo = CacheGeometry {
+        bytes: l1i,
+        ways: 8,
+        line: 64,
+    };
+    let mut rep = TraceReplay::new(geo, OWNERS.len(), 0x1c0de).with_lines();
+    let mut calls = vec![0u64; OWNERS.len()];
+    let mut pkts = vec![0u64; OWNERS.len()];
+    let total = 30_000 + 400 * b;
+    let warm = total / 5;
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); nq];
+    let mut rr = 0usize;
+    let mut handed_total = 0usize;
+    let mut counted = 0usize;
+    let mut rx_calls = 0u64;
+    while handed_total < total {
+        // One batcher call: the vector it hands over, the packets it received.
+        let mut received = 0usize;
+        let mut vector: Vec<usize> = Vec::new();
+        if !on {
+            vector = (0..b).map(|_| next_packet()).collect();
+            received = b;
+        } else {
+            let ready = |qs: &Vec<VecDeque<usize>>, rr: usize| {
+                (0..nq).map(|k| (rr + k) % nq).find(|&i| qs[i].len() >= b)
+            };
+            let mut picked = ready(&queues, rr);
+            while picked.is_none() {
+                let burst: Vec<usize> = (0..b).map(|_| next_packet()).collect();
+                received += b;
+                let q0 = queue_of[burst[0]];
+                if burst.iter().all(|&p| p == burst[0]) && queues[q0].is_empty() {
+                    vector = burst;
+                    break;
+                }
+                for p in burst {
+                    queues[queue_of[p]].push_back(p);
+                }
+                picked = ready(&queues, rr);
+            }
+            if let Some(i) = picked {
+                rr = (i + 1) % nq;
+                let entry = paths[queues[i][0]][0];
+                while vector.len() < b && queues[i].front().is_some_and(|&p| paths[p][0] == entry) {
+                    vector.extend(queues[i].pop_front());
+                }
+            }
+        }
+        handed_total += vector.len();
+        let counting = handed_total > warm;
+        rep.counting = counting;
+        if counting {
+            counted += vector.len();
+        }
+        // A node's call: the dispatcher's loop, the node, the dispatcher's loop again.
+        let mut call = |rep: &mut TraceReplay, o: usize, n: usize, rx: Option<usize>| {
+            rep.call(pick(2, n), n as f64);
+            let d = rep.last().to_vec();
+            rep.call(pick(o, n), n as f64);
+            if let Some(received) = rx {
+                // The batcher's receive side runs inside its call, its hand-over after.
+                let h = rep.last().to_vec();
+                rep.call(pick(1, b), received as f64);
+                rep.retouch(&h);
+            }
+            rep.retouch(&d);
+            if counting {
+                calls[o] += 1;
+                pkts[o] += n as u64;
+                calls[2] += 1;
+                pkts[2] += n as u64;
+            }
+        };
+        call(
+            &mut rep,
+            0,
+            vector.len(),
+            (received > 0).then_some(received),
+        );
+        if received > 0 {
+            rx_calls += counting as u64;
+        }
+        // The graph drains the vector: nodes in the order they were scheduled.
+        let mut pending: Vec<Vec<(usize, usize)>> = vec![Vec::new(); OWNERS.len()];
+        let mut ready: VecDeque<usize> = VecDeque::new();
+        for &p in &vector {
+            let o = paths[p][0];
+            if pending[o].is_empty() {
+                ready.push_back(o);
+            }
+            pending[o].push((p, 0));
+        }
+        while let Some(o) = ready.pop_front() {
+            let here = std::mem::take(&mut pending[o]);
+            call(&mut rep, o, here.len(), None);
+            for (p, k) in here {
+                if let Some(&n) = paths[p].get(k + 1) {
+                    if pending[n].is_empty() {
+                        ready.push_back(n);
+                    }
+                    pending[n].push((p, k + 1));
+                }
+            }
+        }
+    }
+    calls[1] = rx_calls;
+    pkts[1] = counted as u64;
+    let per = counted.max(1) as f64;
+    let misses = rep.misses.iter().map(|&m| m as f64 / per).collect();
+    if let (Ok(want), Some(by_line)) = (std::env::var("TUNE_REPLAY_LINES"), &rep.by_line) {
+        // Debug: `TUNE_REPLAY_LINES=realistic-on-16-32768`: per line, its owner, set,
+        // touches and misses per packet (stderr).
+        if want == format!("{tr}-{onoff}-{b}-{l1i}") {
+            let sets = geo.sets() as u64;
+            for (&line, &(t, m)) in by_line {
+                let o = lines
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .find(|l| l.line == line)
+                    .map_or("?", |l| OWNERS[l.node]);
+                eprintln!(
+                    "line {line:#x} set {:2} {o:16} touches {:.5} misses {:.5}",
+                    line % sets,
+                    t as f64 / per,
+                    m as f64 / per
+                );
+            }
+        }
+    }
+    let rates = calls
+        .iter()
+        .zip(&pkts)
+        .map(|(&c, &n)| NodeRate {
+            calls: c as f64 / per,
+            packets: n as f64 / per,
+        })
+        .collect();
+    (misses, rates)
+}
+
+/// Which lines the wide calibration run (calls of ≈ 64 packets) ran on every call are
+/// taken, in the trace replay, to run for some packets only (a branch: probability
+/// 1 − (1 − ρ)^n in a call of n packets) rather than on every call; decided from the
+/// narrow run (calls of 1–3 packets) of the same traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LineRule {
+    /// Those the narrow run ran in some calls only (a per-packet branch), and those it
+    /// never ran (code for calls of ≥ 4 packets) unless they ran a whole number of times
+    /// per call in the wide run (structural code — loop entries, fixed-trip loops — runs
+    /// an integral number of times per call; a branch taken by some packets averages a
+    /// fraction).
+    Integral,
+    /// Only those the narrow run ran in some calls only.
+    Present,
+    /// Those too that the narrow run never ran.
+    Absent,
+    /// None: the wide run's every-call lines run on every call.
+    Wide,
+}
+
 /// The settings of one comparison (`tune --cache …`).
 pub struct Options<'a> {
     /// Batch sizes whose points calibrate the fitted parameters (D1; I1 of the ratio model).
@@ -468,6 +811,8 @@ pub struct Options<'a> {
     /// I1: touches of different nodes spread at random for independently drawn paths
     /// ([`Spread::Random`]), else evenly.
     pub spread_by_order: bool,
+    /// I1 trace replay: which wide-run lines run per packet rather than per call.
+    pub line_rule: LineRule,
 }
 
 /// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
@@ -484,6 +829,7 @@ pub fn run(
         deadline,
         json,
         spread_by_order,
+        line_rule,
     } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
@@ -655,6 +1001,7 @@ pub fn run(
         // footprint × fitted ratio model (nm sizes).
         let mut variants: Vec<(&str, f64, bool)> = vec![("ratio", ratio_i1, is_cal(p))];
         let mut by_owner: Vec<(&str, Vec<f64>)> = Vec::new();
+        let mut replay_rates: Option<Vec<NodeRate>> = None;
         if let Some(f) = &fams {
             if !p.rates.is_empty() {
                 let rates = owner_rates(
@@ -671,6 +1018,10 @@ pub fn run(
             let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
             variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("lru_path", by));
+            let (by, rates) = replay_i1(f, p.traffic, p.on, p.b, p.l1i, line_rule);
+            variants.push(("replay", by.iter().sum(), is_cal_i1(p)));
+            by_owner.push(("replay", by));
+            replay_rates = Some(rates);
         }
         // Below the floor the measured misses are ≈ 0 (the difference of two runs can even
         // be slightly negative): no relative error; counted apart with the prediction.
@@ -682,6 +1033,14 @@ pub fn run(
             "d1_predicted": d1, "d1_measured": p.d1, "d1_error": (d1 - p.d1) / p.d1,
             "node_rates": p.rates.iter().map(|(k, r)| (k.clone(), json!([r.calls, r.packets]))).collect::<serde_json::Map<_, _>>(),
         });
+        if let Some(r) = &replay_rates {
+            row["replay_node_rates"] = OWNERS
+                .iter()
+                .zip(r)
+                .map(|(o, r)| (o.to_string(), json!([r.calls, r.packets])))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
         for (name, by) in &by_owner {
             row[format!("i1_{name}_by_node")] = OWNERS
                 .iter()
@@ -740,7 +1099,7 @@ pub fn run(
     let doc = json!({
         "data": data.display().to_string(), "binary": bin.display().to_string(),
         "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
-        "i1_capacity_term": capacity,
+        "i1_capacity_term": capacity, "i1_replay_line_rule": format!("{line_rule:?}"),
         "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
         "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
         "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),
@@ -759,8 +1118,8 @@ pub fn run(
             );
         }
         println!(
-            "{:<12} {:>6} {:>4} {:>5} {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>7} {:>7} {:>6}",
-            "traffic", "L1i", "ppb", "b", "I1 meas", "lru", "err", "lru_path", "err", "ratio", "err", "D1 pred", "D1 meas", "err"
+            "{:<12} {:>6} {:>4} {:>5} {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>7} {:>7} {:>6}",
+            "traffic", "L1i", "ppb", "b", "I1 meas", "lru", "err", "lru_path", "err", "replay", "err", "ratio", "err", "D1 pred", "D1 meas", "err"
         );
         let pct = |v: &Value| match v.as_f64() {
             Some(e) => format!("{:+.0}%", 100.0 * e),
@@ -768,7 +1127,7 @@ pub fn run(
         };
         for r in &rows {
             println!(
-                "{:<12} {:>6} {:>4} {:>5} {:>9.3} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>7.2} {:>7.2} {:>6}{}",
+                "{:<12} {:>6} {:>4} {:>5} {:>9.3} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>9.3} {:>6} | {:>7.2} {:>7.2} {:>6}{}",
                 r["traffic"].as_str().unwrap_or(""),
                 r["l1i"],
                 r["batcher"].as_str().unwrap_or(""),
@@ -778,6 +1137,8 @@ pub fn run(
                 pct(&r["i1_lru_error"]),
                 r["i1_lru_path"].as_f64().unwrap_or(f64::NAN),
                 pct(&r["i1_lru_path_error"]),
+                r["i1_replay"].as_f64().unwrap_or(f64::NAN),
+                pct(&r["i1_replay_error"]),
                 r["i1_ratio"].as_f64().unwrap_or(0.0),
                 pct(&r["i1_ratio_error"]),
                 r["d1_predicted"].as_f64().unwrap_or(0.0),

@@ -22,6 +22,14 @@
 //!   number touched is a sum of independent Bernoullis, and
 //!   misses per packet = Σ_l τ_l · P(#others ≥ ways).
 //!
+//! * **Trace replay** ([`TraceReplay`], [`LruSets`]): instead of estimating each gap
+//!   from rates, a caller replays the node calls in the order the graph dispatches them
+//!   (each call its owner's lines, rarer lines drawn with [`CodeLine::touch_probability`])
+//!   through an exact set-associative LRU, as cachegrind simulates it: which lines of an
+//!   overfull set come between two touches then follows from the order, not from rates
+//!   (`examples/tune/cache.rs` builds the order from the batcher's and `Graph::drain`'s
+//!   rules).
+//!
 //! Code that fits (every set holds at most `ways` of the lines touched between two
 //! touches) therefore has no misses beyond the compulsory ones, a footprint far beyond
 //! the cache misses on every touch, and in between only the overfull sets miss — the
@@ -135,13 +143,213 @@ impl CodeLine {
         if rate.calls <= 0.0 {
             return 0.0;
         }
-        let p = if self.per_call >= EVERY_CALL {
+        rate.calls * self.touch_probability(rate.per_call())
+    }
+
+    /// Probability that a call of `n` packets runs this line: 1 for a line run on every
+    /// call ([`EVERY_CALL`]), else 1 − (1 − ρ)^n (n at least 1).
+    ///
+    /// ```
+    /// use pktvec_model::icache::CodeLine;
+    /// let rare = CodeLine { line: 0, node: 0, per_call: 0.2, per_packet: 0.1 };
+    /// assert!((rare.touch_probability(2.0) - 0.19).abs() < 1e-12);
+    /// assert_eq!(CodeLine { per_call: 1.0, ..rare }.touch_probability(2.0), 1.0);
+    /// ```
+    pub fn touch_probability(&self, n: f64) -> f64 {
+        if self.per_call >= EVERY_CALL {
             1.0
         } else {
-            let n = rate.per_call().max(1.0);
-            1.0 - (1.0 - self.per_packet.clamp(0.0, 1.0)).powf(n)
-        };
-        rate.calls * p
+            1.0 - (1.0 - self.per_packet.clamp(0.0, 1.0)).powf(n.max(1.0))
+        }
+    }
+}
+
+/// An exact set-associative cache with LRU replacement over line addresses (set = line
+/// mod sets): what cachegrind simulates for the L1i.
+///
+/// ```
+/// use pktvec_model::icache::{CacheGeometry, LruSets};
+/// let mut c = LruSets::new(CacheGeometry { bytes: 8192, ways: 8, line: 64 }); // 16 sets
+/// // Nine lines of set 0 cycled: after the first pass every touch misses.
+/// let cycle: Vec<u64> = (0..9).map(|k| 16 * k).collect();
+/// assert_eq!(cycle.iter().filter(|&&l| c.touch(l)).count(), 9); // compulsory
+/// assert_eq!(cycle.iter().filter(|&&l| c.touch(l)).count(), 9); // LRU thrashes
+/// // The eight most recent (lines 1–8) are held: touched again, they all hit.
+/// assert_eq!(cycle[1..].iter().filter(|&&l| c.touch(l)).count(), 0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct LruSets {
+    /// Per set, its lines from least to most recently used (at most `ways`).
+    sets: Vec<Vec<u64>>,
+    ways: usize,
+}
+
+impl LruSets {
+    /// An empty cache of geometry `geo`.
+    pub fn new(geo: CacheGeometry) -> Self {
+        LruSets {
+            sets: vec![Vec::with_capacity(geo.ways); geo.sets()],
+            ways: geo.ways.max(1),
+        }
+    }
+
+    /// Touches `line`; returns true on a miss (the line is then the most recent of its
+    /// set, evicting the least recent when the set was full).
+    pub fn touch(&mut self, line: u64) -> bool {
+        let n = self.sets.len() as u64;
+        let set = &mut self.sets[(line % n) as usize];
+        if let Some(i) = set.iter().position(|&l| l == line) {
+            set.remove(i);
+            set.push(line);
+            return false;
+        }
+        if set.len() >= self.ways {
+            set.remove(0);
+        }
+        set.push(line);
+        true
+    }
+}
+
+/// Trace-driven I1 misses: node calls replayed in dispatch order through an exact
+/// [`LruSets`]. Each call runs its owner's measured [`CodeLine`]s in address order: a line
+/// run on every call always, a rarer one with [`CodeLine::touch_probability`] for the
+/// call's packets (drawn from a fixed-seed generator, so a replay is reproducible).
+/// Misses and touches are counted per owner while counting is on (off for a warm-up).
+///
+/// Where [`code_misses_by_node`] estimates, per set, how many other lines fall between two
+/// touches from rates alone, the replay takes them from the order of the calls: two nodes
+/// whose lines share an overfull set conflict only if their calls interleave with
+/// another's in between.
+///
+/// ```
+/// use pktvec_model::icache::{CacheGeometry, CodeLine, TraceReplay};
+/// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 }; // 16 sets
+/// let node = |n: usize, k: std::ops::Range<u64>| -> Vec<CodeLine> {
+///     k.map(|k| CodeLine { line: 16 * k, node: n, per_call: 1.0, per_packet: 1.0 }).collect()
+/// };
+/// // Nodes 0 and 1: five and four lines of set 0 (nine > eight ways), called in turn.
+/// let (a, b) = (node(0, 0..5), node(1, 5..9));
+/// let mut r = TraceReplay::new(geo, 2, 1);
+/// r.call(&a, 1.0);
+/// r.call(&b, 1.0); // warm-up: compulsory misses, not counted
+/// r.counting = true;
+/// for _ in 0..10 {
+///     r.call(&a, 1.0);
+///     r.call(&b, 1.0);
+/// }
+/// assert_eq!(r.misses, vec![50, 40]); // every touch misses
+/// ```
+#[derive(Clone, Debug)]
+pub struct TraceReplay {
+    cache: LruSets,
+    rng: u64,
+    /// Count misses and touches (false during a warm-up).
+    pub counting: bool,
+    /// Misses per owner (index = [`CodeLine::node`]) while counting.
+    pub misses: Vec<u64>,
+    /// Touches per owner while counting.
+    pub touches: Vec<u64>,
+    /// Per line address, (touches, misses) while counting, if enabled
+    /// ([`TraceReplay::with_lines`]): which lines and sets miss.
+    pub by_line: Option<BTreeMap<u64, (u64, u64)>>,
+    last: Vec<(u64, usize)>,
+}
+
+impl TraceReplay {
+    /// An empty cache of geometry `geo`, `owners` owners, a generator seeded with `seed`;
+    /// counting off.
+    pub fn new(geo: CacheGeometry, owners: usize, seed: u64) -> Self {
+        TraceReplay {
+            cache: LruSets::new(geo),
+            rng: seed,
+            counting: false,
+            misses: vec![0; owners],
+            touches: vec![0; owners],
+            by_line: None,
+            last: Vec::new(),
+        }
+    }
+
+    /// Also counts touches and misses per line ([`TraceReplay::by_line`]).
+    pub fn with_lines(mut self) -> Self {
+        self.by_line = Some(BTreeMap::new());
+        self
+    }
+
+    /// One call of `packets` packets running `lines` (one owner's lines, or several).
+    /// The lines touched are kept ([`TraceReplay::last`]) for a [`TraceReplay::retouch`].
+    pub fn call(&mut self, lines: &[CodeLine], packets: f64) {
+        self.last.clear();
+        for l in lines {
+            if l.per_call < EVERY_CALL {
+                let p = l.touch_probability(packets);
+                if self.uniform() >= p {
+                    continue;
+                }
+            }
+            self.last.push((l.line, l.node));
+            self.touch(l.line, l.node);
+        }
+    }
+
+    /// The `(line, owner)` pairs the last [`TraceReplay::call`] touched.
+    pub fn last(&self) -> &[(u64, usize)] {
+        &self.last
+    }
+
+    /// Touches `lines` again, in order: a caller's code that runs again after a callee
+    /// returns (the dispatcher's loop after a node's call, the batcher's hand-over after
+    /// its receive side), so the callee's lines count as older than the caller's.
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CacheGeometry, CodeLine, TraceReplay};
+    /// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 }; // 16 sets
+    /// let line = |n: usize, k: u64| CodeLine { line: 16 * k, node: n, per_call: 1.0, per_packet: 1.0 };
+    /// // Caller: 1 line; callee: 7; another node: 1, all in set 0 (nine lines).
+    /// let (caller, callee, other) = (vec![line(0, 0)], (1..8).map(|k| line(1, k)).collect::<Vec<_>>(), vec![line(2, 8)]);
+    /// let mut r = TraceReplay::new(geo, 3, 1);
+    /// for round in 0..11 {
+    ///     r.counting = round > 0;
+    ///     r.call(&caller, 1.0);
+    ///     let c = r.last().to_vec();
+    ///     r.call(&callee, 1.0);
+    ///     r.retouch(&c); // the caller's line is the most recent again
+    ///     r.call(&other, 1.0);
+    /// }
+    /// // Between two touches of the caller's line: only `other`'s line (1 < 8): it hits;
+    /// // the callee's and the other line see eight others: they miss.
+    /// assert_eq!(r.misses, vec![0, 70, 10]);
+    /// ```
+    pub fn retouch(&mut self, lines: &[(u64, usize)]) {
+        for &(line, node) in lines {
+            self.touch(line, node);
+        }
+    }
+
+    fn touch(&mut self, line: u64, node: usize) {
+        let miss = self.cache.touch(line);
+        if self.counting {
+            if let Some(t) = self.touches.get_mut(node) {
+                *t += 1;
+                self.misses[node] += miss as u64;
+            }
+            if let Some(m) = &mut self.by_line {
+                let e = m.entry(line).or_default();
+                e.0 += 1;
+                e.1 += miss as u64;
+            }
+        }
+    }
+
+    /// The next number of a SplitMix64 sequence, in [0, 1).
+    fn uniform(&mut self) -> f64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -366,6 +574,96 @@ mod tests {
         assert_eq!(by, vec![0.0, 0.0]);
         // Every miss is a touch: misses per packet never exceed touches per packet.
         assert!(code_misses(&lines, &[r, r], L1I) <= 16.0 / 32.0 + 1e-12);
+    }
+
+    /// Lines `k` of set 0 (8 KiB: 16 sets) owned by `node`, run on every call.
+    fn set0(node: usize, k: std::ops::Range<u64>) -> Vec<CodeLine> {
+        k.map(|k| CodeLine {
+            line: 16 * k,
+            node,
+            per_call: 1.0,
+            per_packet: 1.0,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn lru_sets_evicts_the_least_recent() {
+        let mut c = LruSets::new(L1I);
+        for k in 0..8 {
+            assert!(c.touch(16 * k));
+        }
+        assert!(!c.touch(0)); // line 0 is now the most recent; line 16 the least
+        assert!(c.touch(16 * 8)); // evicts line 16
+        assert!(!c.touch(0));
+        assert!(c.touch(16)); // gone: evicts line 32
+        assert!(c.touch(32));
+        // Another set is untouched by all this.
+        assert!(c.touch(1));
+        assert!(!c.touch(1));
+    }
+
+    #[test]
+    fn replay_depends_on_the_order_of_calls() {
+        // Set 0 holds A's 4 lines, B's 3 and C's 3: ten lines, eight ways.
+        let (a, b, c) = (set0(0, 0..4), set0(1, 4..7), set0(2, 7..10));
+        let run = |order: &[&Vec<CodeLine>]| {
+            let mut r = TraceReplay::new(L1I, 3, 7);
+            for round in 0..21 {
+                r.counting = round > 0;
+                for calls in order {
+                    r.call(calls, 1.0);
+                }
+            }
+            r.misses
+        };
+        // A, B, C in turn: ten lines cycled, every touch misses (20 rounds).
+        assert_eq!(run(&[&a, &b, &c]), vec![80, 60, 60]);
+        // A, B, A, C: between two calls of A only 3 lines of B or C and A's own 3 others
+        // (6 < 8): A always hits. Between two calls of B: A's 4, C's 3, B's 2 others = 9
+        // ≥ 8: B misses, and C likewise. 6 misses per round.
+        assert_eq!(run(&[&a, &b, &a, &c]), vec![0, 60, 60]);
+        // The rate-based estimate cannot tell the two apart beyond the rates: it charges
+        // A's lines in the second order too (B and C each come back in half of A's gaps).
+        let rates = |ta: f64| -> Vec<(u64, f64, usize)> {
+            let mut v: Vec<(u64, f64, usize)> = a.iter().map(|l| (l.line, ta, 0)).collect();
+            v.extend(b.iter().map(|l| (l.line, 1.0, 1)));
+            v.extend(c.iter().map(|l| (l.line, 1.0, 2)));
+            v
+        };
+        let even: f64 = lru_line_misses_grouped(&rates(2.0), L1I, Spread::Even)
+            .iter()
+            .sum();
+        assert!(even > 6.0, "{even}");
+    }
+
+    #[test]
+    fn replay_draws_rare_lines_at_their_probability() {
+        // Eight hot lines of set 0 every call, and a ninth run by 1% of packets: calls of
+        // one packet touch it in ≈ 1% of calls, and it always misses. Touched last in its
+        // call, it evicts the least recent hot line h0; in the next call h0 misses and
+        // evicts h1, h1 evicts h2, … h7 evicts the rare line: 8 hot misses per rare touch
+        // (as the rate-based estimate, `a_rare_line_evicts_little`).
+        let mut lines = set0(0, 0..8);
+        lines.push(CodeLine {
+            line: 16 * 8,
+            node: 1,
+            per_call: 0.01,
+            per_packet: 0.01,
+        });
+        let mut r = TraceReplay::new(L1I, 2, 3);
+        r.call(&lines[..8], 1.0);
+        r.counting = true;
+        let calls = 200_000;
+        for _ in 0..calls {
+            r.call(&lines, 1.0);
+        }
+        let rare = r.touches[1] as f64 / calls as f64;
+        assert!((rare - 0.01).abs() < 0.001, "{rare}");
+        assert_eq!(r.misses[1], r.touches[1]); // 8 hot lines since: always a miss
+        let per_rare = r.misses[0] as f64 / r.touches[1] as f64;
+        assert!((per_rare - 8.0).abs() < 0.01, "{per_rare}");
+        assert_eq!(r.touches[0], 8 * calls as u64);
     }
 
     #[test]

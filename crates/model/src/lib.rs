@@ -18,7 +18,8 @@
 //! * [`icache`]: I1 misses from the code lines a calibration run executed (owner node,
 //!   runs per call and per packet) on a set-associative LRU cache: each line's touches per
 //!   packet from its node's calls and packets, misses where a set holds more lines touched
-//!   between two touches than it has ways.
+//!   between two touches than it has ways; or the calls replayed in dispatch order through
+//!   an exact LRU ([`icache::TraceReplay`]).
 //! * [`calibrate`]: least-squares fits of those parameters from (vector size, sub-batch,
 //!   cycles per packet) measurements, and of the miss parameters from cachegrind
 //!   figures, serde-storable.
