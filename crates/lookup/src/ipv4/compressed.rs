@@ -56,7 +56,7 @@
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use pktvec_packet::mem::advise_hugepages;
-use pktvec_packet::prefetch::prefetch_read;
+use pktvec_packet::prefetch::{prefetch_read, prefetch_read_l2};
 
 /// Value bit marking a pointer to a DIR-24-8 second-level group.
 pub(super) const GROUP: u32 = 1 << 30;
@@ -568,7 +568,7 @@ impl Compressed {
     #[inline(always)]
     fn stage_dir(&self, key: u32) -> u32 {
         let e = self.dir[quarter_of(key)].load(Ordering::Relaxed);
-        prefetch_read(&self.pool()[record_of(e)]);
+        prefetch_read_l2(&self.pool()[record_of(e)]);
         e
     }
 
@@ -580,7 +580,7 @@ impl Compressed {
         // The dummy record (single-run quarters) is read as a 4-byte one.
         let width = width_of(e & ((e as i32) >> 31) as u32);
         let off = value_offset(self.bits(r), r, key, width);
-        prefetch_read(&self.pool()[(off >> 2) & (POOL_LEN - 1)]);
+        prefetch_read_l2(&self.pool()[(off >> 2) & (POOL_LEN - 1)]);
         off as u32
     }
 
@@ -688,7 +688,7 @@ impl Compressed {
 #[allow(clippy::incompatible_msrv)]
 mod avx512 {
     use super::{Compressed, GROUP, MISS_OUT, NARROW, NARROW_NONE, NO_ROUTE, POOL_LEN, REC_MASK};
-    use pktvec_packet::prefetch::prefetch_read;
+    use pktvec_packet::prefetch::prefetch_read_l2;
 
     /// Whether this CPU runs [`values_staged`].
     pub(super) fn available() -> bool {
@@ -756,8 +756,10 @@ mod avx512 {
                         _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
                         _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
                     }
+                    // Into L2 only: 256 records and their directory lines would fill L1
+                    // (and its miss buffers) before stage (2) reads them.
                     for &r in &rec[i..i + 16] {
-                        prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
+                        prefetch_read_l2(&pool[r as usize & (POOL_LEN - 1)]);
                     }
                     i += 16;
                 }
@@ -815,7 +817,7 @@ mod avx512 {
                 // `prefetch_values`): elsewhere the value is in the line just gathered.
                 if prefetch_values {
                     for &x in &out[i..i + 16] {
-                        prefetch_read(&pool[(x as usize >> 2) & (POOL_LEN - 1)]);
+                        prefetch_read_l2(&pool[(x as usize >> 2) & (POOL_LEN - 1)]);
                     }
                 }
                 i += 16;
