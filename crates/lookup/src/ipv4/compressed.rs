@@ -55,6 +55,7 @@
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use super::PrefetchLevel;
 use pktvec_packet::mem::advise_hugepages;
 use pktvec_packet::prefetch::{prefetch_read, prefetch_read_l2};
 
@@ -132,6 +133,8 @@ pub(super) struct Compressed {
     /// [`publish`](Compressed::publish) from the share of quarters with a record (see
     /// [`l2_prefetch_from`]).
     l2_from: AtomicU32,
+    /// [`PrefetchLevel`] as set by the user (`Auto` = follow `l2_from`).
+    level: std::sync::atomic::AtomicU8,
     seq: AtomicU64,
     /// Whether the AVX-512 staged loop can run on this CPU (checked once).
     avx512: bool,
@@ -342,6 +345,7 @@ impl Compressed {
             base,
             prefetch_values: AtomicBool::new(false),
             l2_from: AtomicU32::new(l2_prefetch_from(0)),
+            level: std::sync::atomic::AtomicU8::new(PrefetchLevel::Auto as u8),
             seq: AtomicU64::new(0),
             avx512: avx512::available(),
         };
@@ -608,7 +612,25 @@ impl Compressed {
     /// [`l2_prefetch_from`]).
     #[inline(always)]
     fn l2_prefetch(&self, b: usize) -> bool {
-        b >= self.l2_from.load(Ordering::Relaxed) as usize
+        match self.level.load(Ordering::Relaxed) {
+            x if x == PrefetchLevel::L1 as u8 => false,
+            x if x == PrefetchLevel::L2 as u8 => true,
+            _ => b >= self.l2_from.load(Ordering::Relaxed) as usize,
+        }
+    }
+
+    /// Sets where the staged loops prefetch (a hint: answers never change).
+    pub(super) fn set_prefetch_level(&self, level: PrefetchLevel) {
+        self.level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// The level last set (`Auto` unless changed).
+    pub(super) fn prefetch_level(&self) -> PrefetchLevel {
+        match self.level.load(Ordering::Relaxed) {
+            x if x == PrefetchLevel::L1 as u8 => PrefetchLevel::L1,
+            x if x == PrefetchLevel::L2 as u8 => PrefetchLevel::L2,
+            _ => PrefetchLevel::Auto,
+        }
     }
 
     /// The first stage of a vector lookup for `key`: reads its directory entry and
