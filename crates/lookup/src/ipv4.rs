@@ -185,11 +185,11 @@ impl Default for Lpm4Config {
 /// Where the staged vector lookups ([`Lpm4::lookup_vector_raw`] and the forms built on
 /// it) prefetch each key's record and value: a hint that never changes an answer.
 ///
-/// With `Auto` (the default) a sub-batch whose lines in flight would overfill L1 (about
-/// 96 lines: the directory line and, for the share of keys whose /18 quarter has a
-/// record, the record line, for two sub-batches) prefetches into L2 only
-/// (`PREFETCHT1`), smaller ones into L1. On Zen 4 that is 18–40% faster at large
-/// sub-batches than prefetching everything into L1, and L1 is faster at small ones (see
+/// With `Auto` (the default) a sub-batch expected to fetch at least 12 record lines
+/// (its size times the share of /18 quarters that hold a record) prefetches into L2 only
+/// (`PREFETCHT1`), smaller ones into L1. On Zen 4, L2 prefetches are 1.5–1.7× faster on a
+/// uniformly placed 1M table at every sub-batch and 8–20% faster on real tables at
+/// b = 256, while L1 is 5–12% faster on real tables at b ≤ 32 (see
 /// `docs/results/lookup-ipv4.md`). `L1` and `L2` force one level, to compare or for CPUs
 /// that behave otherwise.
 ///
@@ -204,7 +204,7 @@ impl Default for Lpm4Config {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PrefetchLevel {
-    /// L2 only for sub-batches whose lines in flight would overfill L1, else L1.
+    /// L2 only for sub-batches expected to fetch at least 12 record lines, else L1.
     #[default]
     Auto = 0,
     /// Always into L1 (and the levels beyond).

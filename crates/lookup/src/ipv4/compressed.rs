@@ -152,26 +152,27 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
     }
 }
 
-/// Lines a staged lookup may have in flight before its prefetches go to L2 only (6 KiB,
-/// well under the 32 KiB L1d, which also holds the keys, answers and stack arrays, and
-/// whose miss buffers are few): the threshold that separates the cases measured in
-/// `docs/results/lookup-ipv4.md` (L2 prefetches faster above it, slower below).
-const L1_PREFETCH_LINES: u64 = 96;
+/// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
+/// that separates the cases measured in `docs/results/lookup-ipv4.md` (L2 prefetches
+/// faster above it, slower or equal below).
+const L2_PREFETCH_RECORDS: u64 = 12;
 
 /// The smallest sub-batch `b` from which the staged loops prefetch into L2 only, for a
-/// table with `records` multi-run quarters. Stage (1) runs one sub-batch ahead, so about
-/// `2b` keys are in flight, each with a directory line and (for the share
-/// `records / QUARTERS` of keys whose quarter has a record) a record line: once that
-/// exceeds [`L1_PREFETCH_LINES`], prefetching into L1 evicts lines before they are read.
-/// Measured on Zen 4 (`docs/results/lookup-ipv4.md`): the uniform 1M table (98% of the
-/// quarters have records: L2 from `b = 25`) is faster with L2 prefetches from `b = 32` up,
-/// the real tables (25–28%: L2 from `b = 38`) at `b >= 128` (18–25%), and slower with
-/// them at `b <= 32`.
+/// table with `records` multi-run quarters: where a sub-batch is expected to fetch at
+/// least [`L2_PREFETCH_RECORDS`] record lines (`b · records / QUARTERS`; keys in
+/// single-run quarters fetch no record). Never for a table without records.
+///
+/// Measured on Zen 4 (`docs/results/lookup-ipv4.md`, one sitting, both levels forced):
+/// on the uniform 1M table (98% of the quarters have records: L2 from `b = 13`) L2 is
+/// 1.5–1.7× faster at every `b` from 16 to 256; on the real and clustered tables (25–28%:
+/// L2 from `b = 44`–`48`) L1 is 5–12% faster at `b <= 32`, the two are even at `b = 64`,
+/// and L2 is 8–20% faster at `b = 256`.
 fn l2_prefetch_from(records: u64) -> u32 {
     let q = QUARTERS as u64;
-    let lines_per_key_x_q = q + records.min(q);
-    // 2 b (q + records) / q > L1_PREFETCH_LINES
-    (L1_PREFETCH_LINES * q / (2 * lines_per_key_x_q) + 1) as u32
+    match records.min(q) {
+        0 => u32::MAX,
+        r => (L2_PREFETCH_RECORDS * q).div_ceil(r) as u32,
+    }
 }
 
 /// Index of the key's quarter.
@@ -827,8 +828,8 @@ mod avx512 {
                         _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
                         _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
                     }
-                    // Into L2 only for large sub-batches, whose records and directory
-                    // lines would overfill L1 before stage (2) reads them.
+                    // Into L2 only where the sub-batch fetches many records (see
+                    // `l2_prefetch_from`).
                     for &r in &rec[i..i + 16] {
                         c.prefetch_word(r as usize, l2);
                     }
@@ -1031,33 +1032,39 @@ mod tests {
     #[test]
     fn l2_prefetch_threshold_follows_records() {
         let q = QUARTERS as u64;
-        // No records: one directory line a key, L2 from b = 96 / 2 + 1.
-        assert_eq!(l2_prefetch_from(0), 49);
-        // Every quarter a record (the uniform table: 98%): two lines a key.
-        assert_eq!(l2_prefetch_from(q), 25);
-        assert_eq!(l2_prefetch_from(q * 976 / 1000), 25);
-        // The real tables' share (union: 72,150 of 262,144).
-        assert_eq!(l2_prefetch_from(72_150), 38);
+        // No records: no record lines to fetch, never L2.
+        assert_eq!(l2_prefetch_from(0), u32::MAX);
+        // Every quarter a record: 12 keys fetch 12 record lines.
+        assert_eq!(l2_prefetch_from(q), 12);
+        // The uniform 1M table (255,876 of 262,144) and the union table (72,150).
+        assert_eq!(l2_prefetch_from(255_876), 13);
+        assert_eq!(l2_prefetch_from(72_150), 44);
         let mut last = u32::MAX;
         for r in (0..=q).step_by(4096) {
             let b = l2_prefetch_from(r);
-            assert!(b <= last && (25..=49).contains(&b), "{r}: {b}");
+            assert!(b <= last && b >= 12, "{r}: {b}");
             last = b;
         }
         // The table keeps the threshold as records come and go.
         let (c, mut a, _) = Compressed::new(false);
-        assert!(!c.l2_prefetch(48) && c.l2_prefetch(49));
+        assert!(!c.l2_prefetch(256));
         let mut slots = [7u32; 64];
         slots[10] = 8;
         for quarter in 0..q as usize / 2 {
             c.publish(&mut a, quarter, &slots).unwrap();
         }
-        let from = l2_prefetch_from(q / 2);
-        assert!(!c.l2_prefetch(from as usize - 1) && c.l2_prefetch(from as usize));
+        assert_eq!(l2_prefetch_from(q / 2), 24);
+        assert!(!c.l2_prefetch(23) && c.l2_prefetch(24));
+        // A forced level overrides the threshold.
+        c.set_prefetch_level(PrefetchLevel::L1);
+        assert!(!c.l2_prefetch(256));
+        c.set_prefetch_level(PrefetchLevel::L2);
+        assert!(c.l2_prefetch(1));
+        c.set_prefetch_level(PrefetchLevel::Auto);
         for quarter in 0..q as usize / 2 {
             c.publish(&mut a, quarter, &[7; 64]).unwrap();
         }
-        assert!(!c.l2_prefetch(48) && c.l2_prefetch(49));
+        assert!(!c.l2_prefetch(256));
     }
 
     #[test]
