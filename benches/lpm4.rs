@@ -5,19 +5,21 @@
 //! `routes::union_prefixes`) when present;
 //! random destinations; single lookup, and vectors of 256 keys without and with prefetch
 //! (sub-batched, the staged `lookup_vector_raw` (AVX-512 where available) and its portable
-//! loop, and software-pipelined `lookup_vector_pipelined`), with the first level on
+//! loop, the staged form at b = 256 with its prefetch level forced to L1 or L2
+//! (`PrefetchLevel`), and software-pipelined `lookup_vector_pipelined`), with the first level on
 //! transparent huge pages (the default) and on 4 KiB pages (`huge_pages: false`).
 //!
 //! ```text
 //! cargo bench --bench lpm4 --no-run
 //! flock /tmp/pktvec-bench.lock cargo bench --bench lpm4
+//! flock /tmp/pktvec-bench.lock cargo bench --bench lpm4 -- vector-256-raw   # the staged rows only
 //! ```
 //!
 //! Every iteration looks up one vector of 256 keys (throughput is in keys), walking through a
 //! 1M-key array so the first-level lines are cold as they are for real traffic.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, DEFAULT_PREFETCH_DISTANCE};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, PrefetchLevel, DEFAULT_PREFETCH_DISTANCE};
 use pktvec::lookup::routes::{self, Route4};
 use std::hint::black_box;
 use std::time::Duration;
@@ -119,6 +121,27 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+        // The staged form at b = 256 with the prefetch level forced (the rows above use
+        // `PrefetchLevel::Auto`, which picks L2 at b = 256 on these tables).
+        for level in [PrefetchLevel::L1, PrefetchLevel::L2] {
+            let id = BenchmarkId::new(format!("vector-256-raw-{level:?}"), 256);
+            g.bench_with_input(id, &level, |b, &level| {
+                lpm.set_prefetch_level(level);
+                b.iter(|| {
+                    let p = next();
+                    lpm.lookup_vector_raw(&keys[p..p + VEC], &mut raw, 256);
+                    black_box(&raw);
+                });
+                lpm.set_prefetch_level(PrefetchLevel::Auto);
+            });
+        }
+        g.bench_with_input(BenchmarkId::new("vector-256-raw", 256), &(), |b, _| {
+            b.iter(|| {
+                let p = next();
+                lpm.lookup_vector_raw(&keys[p..p + VEC], &mut raw, 256);
+                black_box(&raw);
+            })
+        });
         g.bench_function(
             BenchmarkId::new("vector-256-pipelined", DEFAULT_PREFETCH_DISTANCE),
             |b| {

@@ -34,7 +34,7 @@
 //! checksum (a miss counted as 0xffffffff) and the run fails if the two libraries disagree.
 
 use pktvec::graph::clock;
-use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, DEFAULT_SUB_BATCH, MISS};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, PrefetchLevel, DEFAULT_SUB_BATCH, MISS};
 use pktvec::lookup::routes::{self, Route4};
 use pktvec::packet::mem;
 use serde::Serialize;
@@ -187,6 +187,20 @@ fn ours(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<Measured> {
             format!("vector-256 lookup_vector_raw b={b}"),
             move |k, r| lpm.lookup_vector_raw(k, r, b),
         ));
+    }
+    // The prefetch level forced (the rows above run `PrefetchLevel::Auto`), to show what
+    // the automatic choice gains on this machine.
+    for b in [16usize, 32, 64, 256] {
+        for level in [PrefetchLevel::L1, PrefetchLevel::L2] {
+            methods.push(per_vector_raw(
+                format!("vector-256 lookup_vector_raw b={b} prefetch {level:?}"),
+                move |k, r| {
+                    lpm.set_prefetch_level(level);
+                    lpm.lookup_vector_raw(k, r, b);
+                    lpm.set_prefetch_level(PrefetchLevel::Auto);
+                },
+            ));
+        }
     }
     for b in [64usize, 128, 256] {
         methods.push(per_vector_raw(

@@ -182,6 +182,37 @@ impl Default for Lpm4Config {
     }
 }
 
+/// Where the staged vector lookups ([`Lpm4::lookup_vector_raw`] and the forms built on
+/// it) prefetch each key's record and value: a hint that never changes an answer.
+///
+/// With `Auto` (the default) a sub-batch expected to fetch at least 12 record lines
+/// (its size times the share of /18 quarters that hold a record) prefetches into L2 only
+/// (`PREFETCHT1`), smaller ones into L1. On Zen 4, L2 prefetches are 1.5–1.7× faster on a
+/// uniformly placed 1M table at every sub-batch and 8–20% faster on real tables at
+/// b = 256, while L1 is 5–12% faster on real tables at b ≤ 32 (see
+/// `docs/results/lookup-ipv4.md`). `L1` and `L2` force one level, to compare or for CPUs
+/// that behave otherwise.
+///
+/// ```
+/// use pktvec_lookup::ipv4::{Lpm4, PrefetchLevel, MISS};
+/// let lpm = Lpm4::new(Default::default());
+/// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+/// lpm.set_prefetch_level(PrefetchLevel::L1);
+/// let mut out = [0; 2];
+/// lpm.lookup_vector_raw(&[0x0a00_0001, 0x0b00_0001], &mut out, 256);
+/// assert_eq!(out, [1, MISS]);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PrefetchLevel {
+    /// L2 only for sub-batches expected to fetch at least 12 record lines, else L1.
+    #[default]
+    Auto = 0,
+    /// Always into L1 (and the levels beyond).
+    L1 = 1,
+    /// Always into L2 (and beyond) but not L1.
+    L2 = 2,
+}
+
 /// Why an update was refused. The table is unchanged when an update fails.
 ///
 /// ```
@@ -521,6 +552,25 @@ impl Lpm4 {
     #[inline(always)]
     pub fn prefetch(&self, key: u32) {
         self.fast.prefetch(key);
+    }
+
+    /// Sets where the staged vector lookups prefetch (see [`PrefetchLevel`]); takes effect
+    /// from the next vector, also in other threads' lookups.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, PrefetchLevel};
+    /// let lpm = Lpm4::new(Default::default());
+    /// lpm.set_prefetch_level(PrefetchLevel::L2);
+    /// assert_eq!(lpm.prefetch_level(), PrefetchLevel::L2);
+    /// ```
+    pub fn set_prefetch_level(&self, level: PrefetchLevel) {
+        self.fast.set_prefetch_level(level);
+    }
+
+    /// The level set by [`set_prefetch_level`](Self::set_prefetch_level) (`Auto` unless
+    /// changed).
+    pub fn prefetch_level(&self) -> PrefetchLevel {
+        self.fast.prefetch_level()
     }
 
     /// Looks up each key in turn, without prefetching (the baseline, like

@@ -55,8 +55,9 @@
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use super::PrefetchLevel;
 use pktvec_packet::mem::advise_hugepages;
-use pktvec_packet::prefetch::prefetch_read;
+use pktvec_packet::prefetch::{prefetch_read, prefetch_read_l2};
 
 /// Value bit marking a pointer to a DIR-24-8 second-level group.
 pub(super) const GROUP: u32 = 1 << 30;
@@ -127,6 +128,13 @@ pub(super) struct Compressed {
     /// long; the real and clustered tables: 32–44%, with 4–5% of the keys' values in a
     /// record's second line).
     prefetch_values: AtomicBool,
+    /// The smallest sub-batch from which the staged loops prefetch records and values into
+    /// L2 only ([`prefetch_read_l2`]) rather than into L1: kept by
+    /// [`publish`](Compressed::publish) from the share of quarters with a record (see
+    /// [`l2_prefetch_from`]).
+    l2_from: AtomicU32,
+    /// [`PrefetchLevel`] as set by the user (`Auto` = follow `l2_from`).
+    level: std::sync::atomic::AtomicU8,
     seq: AtomicU64,
     /// Whether the AVX-512 staged loop can run on this CPU (checked once).
     avx512: bool,
@@ -141,6 +149,29 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
     match b.try_into() {
         Ok(a) => (a, advised),
         Err(_) => unreachable!("length is N by construction"),
+    }
+}
+
+/// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
+/// that separates the cases measured in `docs/results/lookup-ipv4.md` (L2 prefetches
+/// faster above it, slower or equal below).
+const L2_PREFETCH_RECORDS: u64 = 12;
+
+/// The smallest sub-batch `b` from which the staged loops prefetch into L2 only, for a
+/// table with `records` multi-run quarters: where a sub-batch is expected to fetch at
+/// least [`L2_PREFETCH_RECORDS`] record lines (`b · records / QUARTERS`; keys in
+/// single-run quarters fetch no record). Never for a table without records.
+///
+/// Measured on Zen 4 (`docs/results/lookup-ipv4.md`, one sitting, both levels forced):
+/// on the uniform 1M table (98% of the quarters have records: L2 from `b = 13`) L2 is
+/// 1.5–1.7× faster at every `b` from 16 to 256; on the real and clustered tables (25–28%:
+/// L2 from `b = 44`–`48`) L1 is 5–12% faster at `b <= 32`, the two are even at `b = 64`,
+/// and L2 is 8–20% faster at `b = 256`.
+fn l2_prefetch_from(records: u64) -> u32 {
+    let q = QUARTERS as u64;
+    match records.min(q) {
+        0 => u32::MAX,
+        r => (L2_PREFETCH_RECORDS * q).div_ceil(r) as u32,
     }
 }
 
@@ -314,6 +345,8 @@ impl Compressed {
             pool_raw,
             base,
             prefetch_values: AtomicBool::new(false),
+            l2_from: AtomicU32::new(l2_prefetch_from(0)),
+            level: std::sync::atomic::AtomicU8::new(PrefetchLevel::Auto as u8),
             seq: AtomicU64::new(0),
             avx512: avx512::available(),
         };
@@ -466,6 +499,8 @@ impl Compressed {
         // A hint only (any value gives the same answers): stored relaxed.
         self.prefetch_values
             .store(10 * a.long_records >= a.records.max(1), Ordering::Relaxed);
+        self.l2_from
+            .store(l2_prefetch_from(a.records), Ordering::Relaxed);
         Ok(())
     }
 
@@ -563,24 +598,60 @@ impl Compressed {
         prefetch_read(&self.dir[quarter_of(key)]);
     }
 
+    /// Prefetches pool word `w` (masked into the pool) into L2 only if `l2`, else into L1.
+    #[inline(always)]
+    fn prefetch_word(&self, w: usize, l2: bool) {
+        let x = &self.pool()[w & (POOL_LEN - 1)];
+        if l2 {
+            prefetch_read_l2(x);
+        } else {
+            prefetch_read(x);
+        }
+    }
+
+    /// Whether a staged lookup in sub-batches of `b` prefetches into L2 only (see
+    /// [`l2_prefetch_from`]).
+    #[inline(always)]
+    fn l2_prefetch(&self, b: usize) -> bool {
+        match self.level.load(Ordering::Relaxed) {
+            x if x == PrefetchLevel::L1 as u8 => false,
+            x if x == PrefetchLevel::L2 as u8 => true,
+            _ => b >= self.l2_from.load(Ordering::Relaxed) as usize,
+        }
+    }
+
+    /// Sets where the staged loops prefetch (a hint: answers never change).
+    pub(super) fn set_prefetch_level(&self, level: PrefetchLevel) {
+        self.level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// The level last set (`Auto` unless changed).
+    pub(super) fn prefetch_level(&self) -> PrefetchLevel {
+        match self.level.load(Ordering::Relaxed) {
+            x if x == PrefetchLevel::L1 as u8 => PrefetchLevel::L1,
+            x if x == PrefetchLevel::L2 as u8 => PrefetchLevel::L2,
+            _ => PrefetchLevel::Auto,
+        }
+    }
+
     /// The first stage of a vector lookup for `key`: reads its directory entry and
     /// prefetches its record (the dummy record for a single-run quarter).
     #[inline(always)]
-    fn stage_dir(&self, key: u32) -> u32 {
+    fn stage_dir(&self, key: u32, l2: bool) -> u32 {
         let e = self.dir[quarter_of(key)].load(Ordering::Relaxed);
-        prefetch_read(&self.pool()[record_of(e)]);
+        self.prefetch_word(record_of(e), l2);
         e
     }
 
     /// The second stage: ranks `key` in the record of directory entry `e` and prefetches
     /// the run value; returns the pool byte offset of its 4 bytes.
     #[inline(always)]
-    fn stage_rank(&self, key: u32, e: u32) -> u32 {
+    fn stage_rank(&self, key: u32, e: u32, l2: bool) -> u32 {
         let r = record_of(e);
         // The dummy record (single-run quarters) is read as a 4-byte one.
         let width = width_of(e & ((e as i32) >> 31) as u32);
         let off = value_offset(self.bits(r), r, key, width);
-        prefetch_read(&self.pool()[(off >> 2) & (POOL_LEN - 1)]);
+        self.prefetch_word(off >> 2, l2);
         off as u32
     }
 
@@ -613,22 +684,23 @@ impl Compressed {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut dir = [0u32; 256];
         let mut groups = 0;
+        let l2 = self.l2_prefetch(b);
         // Stage 1 runs one sub-batch ahead, so that the next sub-batch's record fetches
         // are in flight while this one is ranked and resolved.
         let first = b.min(n);
         for (k, e) in keys[..first].iter().zip(dir.iter_mut()) {
-            *e = self.stage_dir(*k);
+            *e = self.stage_dir(*k, l2);
         }
         let mut start = 0;
         while start < n {
             let end = (start + b).min(n);
             let next = (end + b).min(n);
             for (k, e) in keys[end..next].iter().zip(dir[end..next].iter_mut()) {
-                *e = self.stage_dir(*k);
+                *e = self.stage_dir(*k, l2);
             }
             let (kc, oc, ec) = (&keys[start..end], &mut out[start..end], &dir[start..end]);
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
-                *o = self.stage_rank(*k, *e);
+                *o = self.stage_rank(*k, *e, l2);
             }
             groups |= Self::stage_values(self, oc, ec);
             start = end;
@@ -662,17 +734,17 @@ impl Compressed {
         let mut dir = [0u32; R];
         let mut idx = [0u32; R];
         for (j, k) in keys.iter().enumerate().take(2 * d) {
-            dir[j % R] = self.stage_dir(*k);
+            dir[j % R] = self.stage_dir(*k, false);
         }
         for (j, k) in keys.iter().enumerate().take(d) {
-            idx[j % R] = self.stage_rank(*k, dir[j % R]);
+            idx[j % R] = self.stage_rank(*k, dir[j % R], false);
         }
         for (i, o) in out.iter_mut().enumerate() {
             if let Some(&k) = keys.get(i + 2 * d) {
-                dir[(i + 2 * d) % R] = self.stage_dir(k);
+                dir[(i + 2 * d) % R] = self.stage_dir(k, false);
             }
             if let Some(&k) = keys.get(i + d) {
-                idx[(i + d) % R] = self.stage_rank(k, dir[(i + d) % R]);
+                idx[(i + d) % R] = self.stage_rank(k, dir[(i + d) % R], false);
             }
             *o = self.stage_value(dir[i % R], idx[i % R]);
         }
@@ -687,8 +759,7 @@ impl Compressed {
 #[cfg(all(target_arch = "x86_64", pktvec_avx512))]
 #[allow(clippy::incompatible_msrv)]
 mod avx512 {
-    use super::{Compressed, GROUP, MISS_OUT, NARROW, NARROW_NONE, NO_ROUTE, POOL_LEN, REC_MASK};
-    use pktvec_packet::prefetch::prefetch_read;
+    use super::{Compressed, GROUP, MISS_OUT, NARROW, NARROW_NONE, NO_ROUTE, REC_MASK};
 
     /// Whether this CPU runs [`values_staged`].
     pub(super) fn available() -> bool {
@@ -720,6 +791,7 @@ mod avx512 {
         let mut groups = 0;
         let mut start = 0;
         let prefetch_values = c.prefetch_values.load(std::sync::atomic::Ordering::Relaxed);
+        let l2 = c.l2_prefetch(b);
         // Stage (1) has run for keys `..ahead`.
         let mut ahead = 0;
         while start < n {
@@ -756,13 +828,15 @@ mod avx512 {
                         _mm512_storeu_si512(dir.as_mut_ptr().add(i).cast(), e);
                         _mm512_storeu_si512(rec.as_mut_ptr().add(i).cast(), r);
                     }
+                    // Into L2 only where the sub-batch fetches many records (see
+                    // `l2_prefetch_from`).
                     for &r in &rec[i..i + 16] {
-                        prefetch_read(&pool[r as usize & (POOL_LEN - 1)]);
+                        c.prefetch_word(r as usize, l2);
                     }
                     i += 16;
                 }
                 for j in s_vec_end..s_end {
-                    dir[j] = c.stage_dir(keys[j]);
+                    dir[j] = c.stage_dir(keys[j], l2);
                 }
                 ahead = s_end;
             }
@@ -815,13 +889,13 @@ mod avx512 {
                 // `prefetch_values`): elsewhere the value is in the line just gathered.
                 if prefetch_values {
                     for &x in &out[i..i + 16] {
-                        prefetch_read(&pool[(x as usize >> 2) & (POOL_LEN - 1)]);
+                        c.prefetch_word(x as usize >> 2, l2);
                     }
                 }
                 i += 16;
             }
             for j in vec_end..end {
-                out[j] = c.stage_rank(keys[j], dir[j]);
+                out[j] = c.stage_rank(keys[j], dir[j], l2);
             }
             // (3) values: the pool value for records, the directory entry otherwise.
             let mut acc = _mm512_setzero_si512();
@@ -955,6 +1029,44 @@ mod tests {
 
     /// The value-prefetch hint follows the share of records longer than a line, through
     /// rebuilds that lengthen, shorten and remove records.
+    #[test]
+    fn l2_prefetch_threshold_follows_records() {
+        let q = QUARTERS as u64;
+        // No records: no record lines to fetch, never L2.
+        assert_eq!(l2_prefetch_from(0), u32::MAX);
+        // Every quarter a record: 12 keys fetch 12 record lines.
+        assert_eq!(l2_prefetch_from(q), 12);
+        // The uniform 1M table (255,876 of 262,144) and the union table (72,150).
+        assert_eq!(l2_prefetch_from(255_876), 13);
+        assert_eq!(l2_prefetch_from(72_150), 44);
+        let mut last = u32::MAX;
+        for r in (0..=q).step_by(4096) {
+            let b = l2_prefetch_from(r);
+            assert!(b <= last && b >= 12, "{r}: {b}");
+            last = b;
+        }
+        // The table keeps the threshold as records come and go.
+        let (c, mut a, _) = Compressed::new(false);
+        assert!(!c.l2_prefetch(256));
+        let mut slots = [7u32; 64];
+        slots[10] = 8;
+        for quarter in 0..q as usize / 2 {
+            c.publish(&mut a, quarter, &slots).unwrap();
+        }
+        assert_eq!(l2_prefetch_from(q / 2), 24);
+        assert!(!c.l2_prefetch(23) && c.l2_prefetch(24));
+        // A forced level overrides the threshold.
+        c.set_prefetch_level(PrefetchLevel::L1);
+        assert!(!c.l2_prefetch(256));
+        c.set_prefetch_level(PrefetchLevel::L2);
+        assert!(c.l2_prefetch(1));
+        c.set_prefetch_level(PrefetchLevel::Auto);
+        for quarter in 0..q as usize / 2 {
+            c.publish(&mut a, quarter, &[7; 64]).unwrap();
+        }
+        assert!(!c.l2_prefetch(256));
+    }
+
     #[test]
     fn prefetch_values_follows_long_records() {
         let (c, mut a, _) = Compressed::new(false);
