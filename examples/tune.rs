@@ -283,6 +283,18 @@ fn node_cycles_per_input(rt: &RuntimeTable) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// Prints `doc` (with `--json`) and writes it to `--out` if given: the end of every mode
+/// that produces one JSON document.
+fn emit(cli: &Cli, doc: &serde_json::Value) -> Result<(), Box<dyn std::error::Error>> {
+    if cli.json {
+        println!("{doc}");
+    }
+    if let Some(o) = &cli.out {
+        std::fs::write(o, serde_json::to_string_pretty(doc)?)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     if let Some(data) = &cli.cache {
@@ -304,13 +316,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 line_rule: cli.i1_replay_rule,
             },
         )?;
-        if cli.json {
-            println!("{doc}");
-        }
-        if let Some(o) = &cli.out {
-            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
-        }
-        return Ok(());
+        return emit(&cli, &doc);
     }
     if let Some(path) = &cli.replay {
         let extra: Vec<(u64, u64)> = cli
@@ -325,13 +331,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &extra,
             cli.json,
         )?;
-        if cli.json {
-            println!("{doc}");
-        }
-        if let Some(o) = &cli.out {
-            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
-        }
-        return Ok(());
+        return emit(&cli, &doc);
     }
     if cli.batcher || (cli.online && cli.app == App::Ppb) {
         let o = batching::Options {
@@ -348,13 +348,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             batching::offline(&o, cli.json)?
         };
-        if cli.json {
-            println!("{doc}");
-        }
-        if let Some(p) = &cli.out {
-            std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
-        }
-        return Ok(());
+        return emit(&cli, &doc);
     }
     if cli.app == App::Ppb {
         return Err("--app ppb: use --batcher (offline) or --online".into());
@@ -375,13 +369,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
             cli.json,
         )?;
-        if cli.json {
-            println!("{doc}");
-        }
-        if let Some(o) = &cli.out {
-            std::fs::write(o, serde_json::to_string_pretty(&doc)?)?;
-        }
-        return Ok(());
+        return emit(&cli, &doc);
     }
     let machine = Machine::probe(ProbeConfig::default(), pktvec::graph::clock::tsc_hz());
     if !cli.json {

@@ -79,9 +79,8 @@ impl Layout {
     /// computed as in [`raw_index`](Self::raw_index), and their maximum is checked once.
     /// When the pool spans less than 4 GiB the same is done modulo 2^32 (the theorem
     /// holds for any word size), in 32-bit lanes: eight packets an instruction with AVX2
-    /// where the CPU has it (detected once, when the layout is made), four with the
-    /// build's SSE4.1 `pmulld` otherwise, with one more check that every offset from
-    /// mbuf 0 fits in 32 bits.
+    /// where the CPU has it (detected once, when the layout is made), one at a time
+    /// otherwise, with one more check that every offset from mbuf 0 fits in 32 bits.
     #[inline(always)]
     pub(crate) fn index_burst(&self, mbufs: &[usize], out: &mut [u32]) -> bool {
         let (base, s) = (self.mbuf0, self.shift);
@@ -101,7 +100,7 @@ impl Layout {
             // SAFETY: `avx2` is true only if the CPU has AVX2 (`has_avx2`).
             unsafe { avx2::index_burst(base, inv, s, &mbufs[..n], &mut out[..n]) }
         } else {
-            sse_index_burst(base, inv, s, &mbufs[..n], &mut out[..n])
+            (0u64, 0u32, 0usize)
         };
         #[cfg(not(target_arch = "x86_64"))]
         let (mut hi, mut top, done) = (0u64, 0u32, 0usize);
@@ -144,27 +143,8 @@ fn has_avx2() -> bool {
     false
 }
 
-/// [`Layout::index_burst`]'s four-lane path where the build has SSE4.1, none otherwise.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn sse_index_burst(
-    base: usize,
-    inv: u32,
-    shift: u32,
-    mbufs: &[usize],
-    out: &mut [u32],
-) -> (u64, u32, usize) {
-    #[cfg(target_feature = "sse4.1")]
-    return sse41::index_burst(base, inv, shift, mbufs, out);
-    #[cfg(not(target_feature = "sse4.1"))]
-    {
-        let _ = (base, inv, shift, mbufs, out);
-        (0, 0, 0)
-    }
-}
-
-/// [`Layout::index_burst`]'s 32-bit lanes with AVX2, eight mbufs per step (half the
-/// instructions a packet of the SSE4.1 path: one 8-wide multiply, rotate and maximum).
+/// [`Layout::index_burst`]'s 32-bit lanes with AVX2, eight mbufs per step (one 8-wide
+/// multiply, rotate and maximum; the scalar loop serves CPUs without AVX2).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -232,59 +212,6 @@ mod avx2 {
             _mm_cvtsi128_si32(t) as u32,
             steps * 8,
         )
-    }
-}
-
-/// [`Layout::index_burst`]'s 32-bit lanes, four mbufs per step.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
-mod sse41 {
-    use std::arch::x86_64::*;
-
-    /// Indices of `mbufs[..4k]` (k as many whole steps as fit) into `out`; returns the OR
-    /// of the offsets' high halves, the largest index and 4k.
-    #[inline(always)]
-    pub(super) fn index_burst(
-        base: usize,
-        inv: u32,
-        shift: u32,
-        mbufs: &[usize],
-        out: &mut [u32],
-    ) -> (u64, u32, usize) {
-        let steps = mbufs.len().min(out.len()) / 4;
-        // SAFETY: the intrinsics need SSE2 and SSE4.1, which the build enables (the cfg
-        // on this module); each loop step reads the four `usize` of `m` (two unaligned
-        // 16-byte loads) and writes the four `u32` of `o` (one unaligned 16-byte store);
-        // the last two stores fill 16-byte arrays.
-        unsafe {
-            let base = _mm_set1_epi64x(base as i64);
-            let inv = _mm_set1_epi32(inv as i32);
-            let right = _mm_cvtsi32_si128(shift as i32);
-            // A rotation by 0 shifts left by 32, which gives 0: still correct.
-            let left = _mm_cvtsi32_si128(32 - shift as i32);
-            let (mut hi, mut top) = (_mm_setzero_si128(), _mm_setzero_si128());
-            for (m, o) in mbufs
-                .chunks_exact(4)
-                .zip(out.chunks_exact_mut(4))
-                .take(steps)
-            {
-                let a = _mm_sub_epi64(_mm_loadu_si128(m.as_ptr().cast()), base);
-                let b = _mm_sub_epi64(_mm_loadu_si128(m.as_ptr().add(2).cast()), base);
-                let (fa, fb) = (_mm_castsi128_ps(a), _mm_castsi128_ps(b));
-                let lo = _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(fa, fb));
-                let h = _mm_castps_si128(_mm_shuffle_ps::<0b11_01_11_01>(fa, fb));
-                hi = _mm_or_si128(hi, h);
-                let q = _mm_mullo_epi32(lo, inv);
-                let q = _mm_or_si128(_mm_srl_epi32(q, right), _mm_sll_epi32(q, left));
-                top = _mm_max_epu32(top, q);
-                _mm_storeu_si128(o.as_mut_ptr().cast(), q);
-            }
-            let mut lanes = [0u32; 4];
-            let mut his = [0u64; 2];
-            _mm_storeu_si128(lanes.as_mut_ptr().cast(), top);
-            _mm_storeu_si128(his.as_mut_ptr().cast(), hi);
-            let top = lanes.into_iter().max().unwrap_or(0);
-            (his[0] | his[1], top, steps * 4)
-        }
     }
 }
 
