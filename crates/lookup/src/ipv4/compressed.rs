@@ -53,7 +53,7 @@
 //! ends that large ones leave. Every prefix adds at most two runs, so a table of several
 //! million prefixes fits; [`Compressed::room_for`] refuses an update that might not.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use super::PrefetchLevel;
 use pktvec_packet::mem::advise_hugepages;
@@ -134,7 +134,7 @@ pub(super) struct Compressed {
     /// [`l2_prefetch_from`]).
     l2_from: AtomicU32,
     /// [`PrefetchLevel`] as set by the user (`Auto` = follow `l2_from`).
-    level: std::sync::atomic::AtomicU8,
+    level: AtomicU8,
     seq: AtomicU64,
     /// Whether the AVX-512 staged loop can run on this CPU (checked once).
     avx512: bool,
@@ -346,7 +346,7 @@ impl Compressed {
             base,
             prefetch_values: AtomicBool::new(false),
             l2_from: AtomicU32::new(l2_prefetch_from(0)),
-            level: std::sync::atomic::AtomicU8::new(PrefetchLevel::Auto as u8),
+            level: AtomicU8::new(PrefetchLevel::Auto as u8),
             seq: AtomicU64::new(0),
             avx512: avx512::available(),
         };
@@ -613,10 +613,10 @@ impl Compressed {
     /// [`l2_prefetch_from`]).
     #[inline(always)]
     fn l2_prefetch(&self, b: usize) -> bool {
-        match self.level.load(Ordering::Relaxed) {
-            x if x == PrefetchLevel::L1 as u8 => false,
-            x if x == PrefetchLevel::L2 as u8 => true,
-            _ => b >= self.l2_from.load(Ordering::Relaxed) as usize,
+        match self.prefetch_level() {
+            PrefetchLevel::L1 => false,
+            PrefetchLevel::L2 => true,
+            PrefetchLevel::Auto => b >= self.l2_from.load(Ordering::Relaxed) as usize,
         }
     }
 
@@ -1027,8 +1027,8 @@ mod tests {
         }
     }
 
-    /// The value-prefetch hint follows the share of records longer than a line, through
-    /// rebuilds that lengthen, shorten and remove records.
+    /// The L2-prefetch threshold follows the share of quarters with a record, and a forced
+    /// level overrides it.
     #[test]
     fn l2_prefetch_threshold_follows_records() {
         let q = QUARTERS as u64;
@@ -1067,6 +1067,8 @@ mod tests {
         assert!(!c.l2_prefetch(256));
     }
 
+    /// The value-prefetch hint follows the share of records longer than a line, through
+    /// rebuilds that lengthen, shorten and remove records.
     #[test]
     fn prefetch_values_follows_long_records() {
         let (c, mut a, _) = Compressed::new(false);
