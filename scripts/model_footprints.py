@@ -2,8 +2,8 @@
 """Measured code footprints for the PPB model's I1 side (`tune --cache --footprints`).
 
 Runs the `ppb` example under callgrind (--dump-instr=yes: executed instructions with their
-addresses and counts) at the calibration settings — per traffic, the batcher on at b = 1
-and b = 64 and off with vectors of 1 and 64 — each at two run lengths; the difference
+addresses and counts) at the calibration settings — per traffic, the batcher on at b = 1,
+64 and 256 and off with vectors of 1, 64 and 256 — each at two run lengths; the difference
 (150k - 50k packets) per packet removes the setup. Every executed 64-byte code line is
 attributed to the node that runs it (by its function: the node's `process`, its helpers,
 the batcher's hand-over for `batcher`, its receive side (replay source, classification,
@@ -21,7 +21,9 @@ import argparse, collections, json, os, re, subprocess
 SETTINGS = {  # family: (batch, vector size)
     'on-narrow': (1, 256), 'on-wide': (64, 256), 'off-narrow': (0, 1), 'off-wide': (0, 64),
 }
-# --huge: a third size (calls of 256 packets), for code that runs only in calls above 64.
+# A third size (calls of 256 packets), on by default since session 8: code that runs only
+# in calls above 64 packets (`Lpm4::lookup_vector_raw`'s path for larger vectors, larger
+# memcpy lines) is otherwise never calibrated (`--no-huge` drops it).
 HUGE = {'on-huge': (256, 256), 'off-huge': (0, 256)}
 ARGS = ['--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
 
@@ -113,8 +115,11 @@ def main():
     ap.add_argument('--deadline-us', type=float, default=1e9,
                     help="ppb's batcher flush deadline, us (default 1e9: never expires, as the cachegrind "
                          "sweep, scripts/ppb_sweep.py CG_DEADLINE_US; a time deadline has no meaning under valgrind)")
-    ap.add_argument('--huge', action='store_true',
-                    help='also calibrate at b = 256 / V = 256 (families on-huge, off-huge; tune uses them for calls of > 96 packets)')
+    ap.add_argument('--huge', action='store_true', default=True,
+                    help='also calibrate at b = 256 / V = 256 (families on-huge, off-huge; tune uses them for calls '
+                         'of > 96 packets); the default')
+    ap.add_argument('--no-huge', dest='huge', action='store_false',
+                    help='calibrate at b = 1 and 64 only (sessions 7 and before)')
     a = ap.parse_args()
     settings = dict(SETTINGS, **(HUGE if a.huge else {}))
     extra = ['--deadline-us', str(a.deadline_us)]

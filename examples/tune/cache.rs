@@ -2,7 +2,7 @@
 //! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
 //! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
 //! 8 KiB simulated L1i; no flush deadline). I1 from the code lines measured by
-//! `scripts/model_footprints.py` (b = 1 and 64): replayed in the batcher's and the graph's
+//! `scripts/model_footprints.py` (b = 1, 64 and 256): replayed in the batcher's and the graph's
 //! dispatch order through an exact LRU (`i1_replay`, [`replay_i1`]) and estimated per set
 //! from touch rates (`i1_lru`, `i1_lru_path`); the older footprint × ratio model from the
 //! `ppb` binary's symbol sizes (`nm -S`, `i1_ratio`) and D1 (eq. 3) with a few parameters
@@ -968,7 +968,7 @@ pub fn run(
     }
     let fams = lines_file.map(load_footprints).transpose()?;
     // With measured lines, the I1 side has no fitted parameter: its calibration runs are
-    // those of the footprints (b = 1 and 64, batcher on and off); the rest is predicted.
+    // those of the footprints (b = 1, 64 and 256, batcher on and off); the rest is predicted.
     let is_cal_i1 = |p: &Point| match &fams {
         Some(f) => f.values().any(|f| {
             if p.on {
