@@ -116,6 +116,12 @@ struct Cli {
     /// and for lines it never ran, whether they ran a whole number of times per call).
     #[arg(long, value_enum, default_value_t = cache::LineRule::Integral)]
     i1_replay_rule: cache::LineRule,
+    /// With `--footprints`: the order in which the trace replay touches a call's lines
+    /// (`measured`: the order the footprints' lackey runs recorded, lines run at the start
+    /// and end of a call touched twice; `address`: address order, once each, sessions 7
+    /// and before).
+    #[arg(long, value_enum, default_value_t = cache::CallOrder::Measured)]
+    i1_replay_order: cache::CallOrder,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
     /// deadline never expires and queues always fill to a batch, as in the standard sweep
@@ -314,6 +320,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 json: cli.json,
                 spread_by_order: cli.i1_spread_by_order,
                 line_rule: cli.i1_replay_rule,
+                call_order: cli.i1_replay_order,
             },
         )?;
         return emit(&cli, &doc);
