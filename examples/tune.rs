@@ -122,6 +122,12 @@ struct Cli {
     /// and before).
     #[arg(long, value_enum, default_value_t = cache::CallOrder::Measured)]
     i1_replay_order: cache::CallOrder,
+    /// With `--footprints`: the trace replay's chunked-loop rule (`true`, default): a line
+    /// the b = 1 run never ran, run a whole number (≥ 2) of times per call at b = 64 and
+    /// as often per packet at b = 256, is a loop over chunks of 1/ρ packets and does not
+    /// run in shorter calls; `false`: it runs on every call.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    i1_chunked_loops: bool,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
     /// deadline never expires and queues always fill to a batch, as in the standard sweep
@@ -321,6 +327,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 spread_by_order: cli.i1_spread_by_order,
                 line_rule: cli.i1_replay_rule,
                 call_order: cli.i1_replay_order,
+                chunked_loops: cli.i1_chunked_loops,
             },
         )?;
         return emit(&cli, &doc);

@@ -2,8 +2,10 @@
 """Measured code footprints for the PPB model's I1 side (`tune --cache --footprints`).
 
 Runs the `ppb` example under callgrind (--dump-instr=yes: executed instructions with their
-addresses and counts) at the calibration settings — per traffic, the batcher on at b = 1,
-64 and 256 and off with vectors of 1, 64 and 256 — each at two run lengths; the difference
+addresses and counts) at the calibration settings — per traffic, the batcher on at b = 1, 2,
+64 and 256 and off with vectors of 1, 2, 64 and 256 (calls of 1 and 2 packets run the
+single and dual loops, 64 the quad loop, 256 the code for calls above 64) — each at two
+run lengths; the difference
 (150k - 50k packets) per packet removes the setup. Every executed 64-byte code line is
 attributed to the node that runs it (by its function: the node's `process`, its helpers,
 the batcher's hand-over for `batcher`, its receive side (replay source, classification,
@@ -30,6 +32,9 @@ import argparse, collections, json, os, re, subprocess
 
 SETTINGS = {  # family: (batch, vector size)
     'on-narrow': (1, 256), 'on-wide': (64, 256), 'off-narrow': (0, 1), 'off-wide': (0, 64),
+    # Calls of 2-3 packets run the nodes' dual loops, which neither calls of 1 (single
+    # loop) nor of 64 (quad loop) run (session 8).
+    'on-dual': (2, 256), 'off-dual': (0, 2),
 }
 # A third size (calls of 256 packets), on by default since session 8: code that runs only
 # in calls above 64 packets (`Lpm4::lookup_vector_raw`'s path for larger vectors, larger

@@ -533,8 +533,7 @@ fn replay_i1(
     on: bool,
     b: usize,
     l1i: usize,
-    rule: LineRule,
-    call_order: CallOrder,
+    (rule, call_order, chunked_loops): (LineRule, CallOrder, bool),
 ) -> (Vec<f64>, Vec<NodeRate>) {
     let b = b.max(1);
     let onoff = if on { "on" } else { "off" };
@@ -586,13 +585,40 @@ fn replay_i1(
             }
         }
     }
+    // Chunked loops (with the measured order): a line the narrow run never ran that the
+    // wide run ran a whole number (≥ 2) of times per call, and the huge run as often per
+    // packet (so more times per call), is a loop over chunks of 1/ρ packets (ρ its runs
+    // per packet of its owner; e.g. a SIMD pass over 16 indices at a time): a call of
+    // fewer packets than a chunk does not enter it.
+    let mut chunk: BTreeMap<(u64, usize), f64> = BTreeMap::new();
+    for o in (0..OWNERS.len()).filter(|_| chunked_loops) {
+        for w in &wide[o] {
+            let integral = (w.per_call - w.per_call.round()).abs() < 0.05;
+            if w.per_call < 1.95 || !integral || narrow[o].iter().any(|n| n.line == w.line) {
+                continue;
+            }
+            if let Some(h) = huge[o].iter().find(|h| h.line == w.line) {
+                if (h.per_packet / w.per_packet - 1.0).abs() < 0.1 && h.per_call > 1.5 * w.per_call
+                {
+                    chunk.insert((w.line, o), 1.0 / w.per_packet);
+                }
+            }
+        }
+    }
     let has_huge = huge.iter().any(|l| !l.is_empty());
-    let lines = [wide, narrow, huge];
-    // Calls of fewer packets than the prefetch width: the narrow lines; of more than 96
+    let (dual, dual_order) = by_owner("dual");
+    let has_dual = dual.iter().any(|l| !l.is_empty());
+    let lines = [wide, narrow, huge, dual];
+    // Calls of one packet: the narrow lines; of 2–3 (the dual loops), the dual lines if
+    // calibrated (`model_footprints.py`'s default), else the narrow ones; of more than 96
     // (closer to 256 than to 64), the huge lines if calibrated; else the wide ones.
     let family = |n: usize| {
         if n < WIDTH {
-            1
+            if n >= 2 && has_dual {
+                3
+            } else {
+                1
+            }
         } else if n > 96 && has_huge {
             2
         } else {
@@ -605,8 +631,8 @@ fn replay_i1(
     // hand-over lines and its receive side's (owner 1), which interleave. A line the
     // lackey run did not see (rare) takes the position of its owner's nearest line that
     // it saw.
-    let orders = [wide_order, narrow_order, huge_order];
-    let templates: Vec<Vec<(Vec<CodeLine>, Vec<usize>)>> = (0..3)
+    let orders = [wide_order, narrow_order, huge_order, dual_order];
+    let templates: Vec<Vec<(Vec<CodeLine>, Vec<usize>)>> = (0..4)
         .map(|f| {
             (0..OWNERS.len())
                 .map(|o| {
@@ -755,9 +781,24 @@ fn replay_i1(
                 // (owner 1) runs with the packets received, not at all without.
                 let (ls, ev) = &templates[family(n)][o];
                 let received = rx.unwrap_or(0) as f64;
-                rep.call_ordered(ls, ev, |l| if l.node == 1 { received } else { n as f64 });
+                rep.call_ordered(ls, ev, |l| {
+                    let k = if l.node == 1 { received } else { n as f64 };
+                    match chunk.get(&(l.line, l.node)) {
+                        Some(&min) if k < min => 0.0,
+                        _ => k,
+                    }
+                });
             } else {
-                rep.call(pick(o, n), n as f64);
+                let own: Vec<CodeLine> = pick(o, n)
+                    .iter()
+                    .filter(|l| {
+                        chunk
+                            .get(&(l.line, l.node))
+                            .map_or(true, |&min| n as f64 >= min)
+                    })
+                    .cloned()
+                    .collect();
+                rep.call(&own, n as f64);
                 if let Some(received) = rx {
                     // The batcher's receive side runs inside its call, its hand-over after.
                     let h = rep.last().to_vec();
@@ -882,6 +923,9 @@ pub struct Options<'a> {
     pub line_rule: LineRule,
     /// I1 trace replay: the order of the lines inside a call.
     pub call_order: CallOrder,
+    /// I1 trace replay: lines of chunked loops (see `replay_i1`) do not run in calls
+    /// shorter than a chunk.
+    pub chunked_loops: bool,
 }
 
 /// The order in which the trace replay touches the lines of one call.
@@ -912,6 +956,7 @@ pub fn run(
         spread_by_order,
         line_rule,
         call_order,
+        chunked_loops,
     } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
@@ -1100,7 +1145,14 @@ pub fn run(
             let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
             variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("lru_path", by));
-            let (by, rates) = replay_i1(f, p.traffic, p.on, p.b, p.l1i, line_rule, call_order);
+            let (by, rates) = replay_i1(
+                f,
+                p.traffic,
+                p.on,
+                p.b,
+                p.l1i,
+                (line_rule, call_order, chunked_loops),
+            );
             variants.push(("replay", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("replay", by));
             replay_rates = Some(rates);
@@ -1182,7 +1234,7 @@ pub fn run(
         "data": data.display().to_string(), "binary": bin.display().to_string(),
         "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
         "i1_capacity_term": capacity, "i1_replay_line_rule": format!("{line_rule:?}"),
-        "i1_replay_order": format!("{call_order:?}"),
+        "i1_replay_order": format!("{call_order:?}"), "i1_replay_chunked_loops": chunked_loops,
         "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
         "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
         "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),
