@@ -30,6 +30,12 @@
 //!   (`examples/tune/cache.rs` builds the order from the batcher's and `Graph::drain`'s
 //!   rules).
 //!
+//! * **Order inside a call** ([`LineOrder`], [`call_events`],
+//!   [`TraceReplay::call_ordered`]): where each line runs inside its owner's calls
+//!   (measured with valgrind lackey's instruction trace on the calibration runs); a line
+//!   run at the start and again at the end of a call (a loop's) is touched twice, so it
+//!   is younger in its set than a line run once at the start.
+//!
 //! Code that fits (every set holds at most `ways` of the lines touched between two
 //! touches) therefore has no misses beyond the compulsory ones, a footprint far beyond
 //! the cache misses on every touch, and in between only the overfull sets miss — the
