@@ -116,6 +116,18 @@ struct Cli {
     /// and for lines it never ran, whether they ran a whole number of times per call).
     #[arg(long, value_enum, default_value_t = cache::LineRule::Integral)]
     i1_replay_rule: cache::LineRule,
+    /// With `--footprints`: the order in which the trace replay touches a call's lines
+    /// (`measured`: the order the footprints' lackey runs recorded, lines run at the start
+    /// and end of a call touched twice; `address`: address order, once each, sessions 7
+    /// and before).
+    #[arg(long, value_enum, default_value_t = cache::CallOrder::Measured)]
+    i1_replay_order: cache::CallOrder,
+    /// With `--footprints`: the trace replay's chunked-loop rule (`true`, default): a line
+    /// the b = 1 run never ran, run a whole number (≥ 2) of times per call at b = 64 and
+    /// as often per packet at b = 256, is a loop over chunks of 1/ρ packets and does not
+    /// run in shorter calls; `false`: it runs on every call.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    i1_chunked_loops: bool,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
     /// deadline never expires and queues always fill to a batch, as in the standard sweep
@@ -314,6 +326,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 json: cli.json,
                 spread_by_order: cli.i1_spread_by_order,
                 line_rule: cli.i1_replay_rule,
+                call_order: cli.i1_replay_order,
+                chunked_loops: cli.i1_chunked_loops,
             },
         )?;
         return emit(&cli, &doc);

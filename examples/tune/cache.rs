@@ -2,7 +2,7 @@
 //! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
 //! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
 //! 8 KiB simulated L1i; no flush deadline). I1 from the code lines measured by
-//! `scripts/model_footprints.py` (b = 1 and 64): replayed in the batcher's and the graph's
+//! `scripts/model_footprints.py` (b = 1, 64 and 256): replayed in the batcher's and the graph's
 //! dispatch order through an exact LRU (`i1_replay`, [`replay_i1`]) and estimated per set
 //! from touch rates (`i1_lru`, `i1_lru_path`); the older footprint × ratio model from the
 //! `ppb` binary's symbol sizes (`nm -S`, `i1_ratio`) and D1 (eq. 3) with a few parameters
@@ -10,7 +10,8 @@
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
 use pktvec::model::icache::{
-    code_misses_by_node, CacheGeometry, CodeLine, NodeRate, Spread, TraceReplay, EVERY_CALL,
+    call_events, code_misses_by_node, CacheGeometry, CodeLine, LineOrder, NodeRate, Spread,
+    TraceReplay, EVERY_CALL,
 };
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
@@ -323,6 +324,9 @@ struct Family {
     batch: usize,
     vector: usize,
     lines: Vec<CodeLine>,
+    /// Per line (same index), where it runs inside its owner's calls, if the footprints
+    /// carry the order (`model_footprints.py`'s lackey runs).
+    order: Vec<Option<LineOrder>>,
 }
 
 /// Reads `scripts/model_footprints.py`'s output: per family, each line's owner and runs
@@ -343,11 +347,20 @@ fn load_footprints(path: &FsPath) -> Result<BTreeMap<String, Family>, Box<dyn st
         let on = batch > 0;
         let rates = owner_rates(stat, tr, on, if on { batch } else { vector });
         let mut lines = Vec::new();
+        let mut order = Vec::new();
         for l in f["lines"].as_array().ok_or("lines")? {
             let name = l["node"].as_str().ok_or("node")?;
             let Some(o) = OWNERS.iter().position(|x| *x == name) else {
                 continue;
             };
+            order.push(match (l["first"].as_f64(), l["last"].as_f64()) {
+                (Some(first), Some(last)) => Some(LineOrder {
+                    first,
+                    last,
+                    twice: l["twice"].as_f64().unwrap_or(0.0),
+                }),
+                _ => None,
+            });
             lines.push(CodeLine::from_run(
                 l["line"].as_u64().ok_or("line")?,
                 o,
@@ -361,6 +374,7 @@ fn load_footprints(path: &FsPath) -> Result<BTreeMap<String, Family>, Box<dyn st
                 batch,
                 vector,
                 lines,
+                order,
             },
         );
     }
@@ -519,32 +533,36 @@ fn replay_i1(
     on: bool,
     b: usize,
     l1i: usize,
-    rule: LineRule,
+    (rule, call_order, chunked_loops): (LineRule, CallOrder, bool),
 ) -> (Vec<f64>, Vec<NodeRate>) {
     let b = b.max(1);
     let onoff = if on { "on" } else { "off" };
-    // Per family (narrow, wide, and huge if calibrated: `model_footprints.py --huge`) and
-    // owner: its lines in address order.
-    let by_owner = |family: &str| -> Vec<Vec<CodeLine>> {
+    // Per family (narrow, wide, and huge if calibrated: `model_footprints.py`'s default)
+    // and owner: its lines in address order, with where they run inside a call if measured.
+    let by_owner = |family: &str| -> (Vec<Vec<CodeLine>>, Vec<Vec<Option<LineOrder>>>) {
         let key = format!("{tr}-{onoff}-{family}");
         let mut v = vec![Vec::new(); OWNERS.len()];
         if let Some(f) = fams.get(&key) {
-            for l in &f.lines {
-                v[l.node].push(l.clone());
+            for (l, o) in f.lines.iter().zip(&f.order) {
+                v[l.node].push((l.clone(), *o));
             }
         }
-        for l in &mut v {
-            l.sort_by_key(|l| l.line);
+        let mut lines = Vec::new();
+        let mut orders = Vec::new();
+        for mut l in v {
+            l.sort_by_key(|(l, _)| l.line);
+            orders.push(l.iter().map(|(_, o)| *o).collect());
+            lines.push(l.into_iter().map(|(l, _)| l).collect());
         }
-        v
+        (lines, orders)
     };
     // Two calibration sizes tell per-call code from per-packet code ([`LineRule`]): a line
     // the wide run (calls of ≈ 64 packets) ran on every call but that depends on packets
     // (a branch for some packets) runs in a call of n packets with probability
     // 1 − (1 − ρ)^n, ρ its runs per packet of its owner.
-    let narrow = by_owner("narrow");
-    let mut wide = by_owner("wide");
-    let mut huge = by_owner("huge");
+    let (narrow, narrow_order) = by_owner("narrow");
+    let (mut wide, wide_order) = by_owner("wide");
+    let (mut huge, huge_order) = by_owner("huge");
     for (o, ls) in wide
         .iter_mut()
         .enumerate()
@@ -567,20 +585,87 @@ fn replay_i1(
             }
         }
     }
+    // Chunked loops (with the measured order): a line the narrow run never ran that the
+    // wide run ran a whole number (≥ 2) of times per call, and the huge run as often per
+    // packet (so more times per call), is a loop over chunks of 1/ρ packets (ρ its runs
+    // per packet of its owner; e.g. a SIMD pass over 16 indices at a time): a call of
+    // fewer packets than a chunk does not enter it.
+    let mut chunk: BTreeMap<(u64, usize), f64> = BTreeMap::new();
+    for o in (0..OWNERS.len()).filter(|_| chunked_loops) {
+        for w in &wide[o] {
+            let integral = (w.per_call - w.per_call.round()).abs() < 0.05;
+            if w.per_call < 1.95 || !integral || narrow[o].iter().any(|n| n.line == w.line) {
+                continue;
+            }
+            if let Some(h) = huge[o].iter().find(|h| h.line == w.line) {
+                if (h.per_packet / w.per_packet - 1.0).abs() < 0.1 && h.per_call > 1.5 * w.per_call
+                {
+                    chunk.insert((w.line, o), 1.0 / w.per_packet);
+                }
+            }
+        }
+    }
     let has_huge = huge.iter().any(|l| !l.is_empty());
-    let lines = [wide, narrow, huge];
-    // Calls of fewer packets than the prefetch width: the narrow lines; of more than 96
+    let (dual, dual_order) = by_owner("dual");
+    let has_dual = dual.iter().any(|l| !l.is_empty());
+    let lines = [wide, narrow, huge, dual];
+    // Calls of one packet: the narrow lines; of 2–3 (the dual loops), the dual lines if
+    // calibrated (`model_footprints.py`'s default), else the narrow ones; of more than 96
     // (closer to 256 than to 64), the huge lines if calibrated; else the wide ones.
-    let pick = |o: usize, n: usize| {
-        let f = if n < WIDTH {
-            1
+    let family = |n: usize| {
+        if n < WIDTH {
+            if n >= 2 && has_dual {
+                3
+            } else {
+                1
+            }
         } else if n > 96 && has_huge {
             2
         } else {
             0
-        };
-        &lines[f][o]
+        }
     };
+    let pick = |o: usize, n: usize| &lines[family(n)][o];
+    // With the measured order (`CallOrder::Measured`): per family and owner, one call's
+    // lines and the order of its touches ([`call_events`]); the batcher's call holds its
+    // hand-over lines and its receive side's (owner 1), which interleave. A line the
+    // lackey run did not see (rare) takes the position of its owner's nearest line that
+    // it saw.
+    let orders = [wide_order, narrow_order, huge_order, dual_order];
+    let templates: Vec<Vec<(Vec<CodeLine>, Vec<usize>)>> = (0..4)
+        .map(|f| {
+            (0..OWNERS.len())
+                .map(|o| {
+                    let owners: &[usize] = match o {
+                        0 => &[0, 1],
+                        1 => &[],
+                        _ => std::slice::from_ref(&o),
+                    };
+                    let mut ls = Vec::new();
+                    let mut pos = Vec::new();
+                    for &w in owners {
+                        let (l, ord) = (&lines[f][w], &orders[f][w]);
+                        for (i, line) in l.iter().enumerate() {
+                            let known = ord[i].or_else(|| {
+                                (0..l.len())
+                                    .filter(|&j| ord[j].is_some())
+                                    .min_by_key(|&j| l[j].line.abs_diff(line.line))
+                                    .and_then(|j| ord[j])
+                            });
+                            ls.push(line.clone());
+                            pos.push(known.unwrap_or(LineOrder {
+                                first: 0.5,
+                                last: 0.5,
+                                twice: 0.0,
+                            }));
+                        }
+                    }
+                    let ev = call_events(&pos);
+                    (ls, ev)
+                })
+                .collect()
+        })
+        .collect();
     // Paths as owner sequences (batcher and dispatcher left out, repeats merged).
     let mix = traffic(tr, on);
     let paths: Vec<Vec<usize>> = mix
@@ -691,12 +776,35 @@ fn replay_i1(
         let mut call = |rep: &mut TraceReplay, o: usize, n: usize, rx: Option<usize>| {
             rep.call(pick(2, n), n as f64);
             let d = rep.last().to_vec();
-            rep.call(pick(o, n), n as f64);
-            if let Some(received) = rx {
-                // The batcher's receive side runs inside its call, its hand-over after.
-                let h = rep.last().to_vec();
-                rep.call(pick(1, b), received as f64);
-                rep.retouch(&h);
+            if call_order == CallOrder::Measured {
+                // The call's lines in their measured order; the batcher's receive side
+                // (owner 1) runs with the packets received, not at all without.
+                let (ls, ev) = &templates[family(n)][o];
+                let received = rx.unwrap_or(0) as f64;
+                rep.call_ordered(ls, ev, |l| {
+                    let k = if l.node == 1 { received } else { n as f64 };
+                    match chunk.get(&(l.line, l.node)) {
+                        Some(&min) if k < min => 0.0,
+                        _ => k,
+                    }
+                });
+            } else {
+                let own: Vec<CodeLine> = pick(o, n)
+                    .iter()
+                    .filter(|l| {
+                        chunk
+                            .get(&(l.line, l.node))
+                            .map_or(true, |&min| n as f64 >= min)
+                    })
+                    .cloned()
+                    .collect();
+                rep.call(&own, n as f64);
+                if let Some(received) = rx {
+                    // The batcher's receive side runs inside its call, its hand-over after.
+                    let h = rep.last().to_vec();
+                    rep.call(pick(1, b), received as f64);
+                    rep.retouch(&h);
+                }
             }
             rep.retouch(&d);
             if counting {
@@ -813,6 +921,23 @@ pub struct Options<'a> {
     pub spread_by_order: bool,
     /// I1 trace replay: which wide-run lines run per packet rather than per call.
     pub line_rule: LineRule,
+    /// I1 trace replay: the order of the lines inside a call.
+    pub call_order: CallOrder,
+    /// I1 trace replay: lines of chunked loops (see `replay_i1`) do not run in calls
+    /// shorter than a chunk.
+    pub chunked_loops: bool,
+}
+
+/// The order in which the trace replay touches the lines of one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallOrder {
+    /// As the footprints' lackey runs measured it ([`LineOrder`], [`call_events`]): each
+    /// line at its mean first position, and again at its last when it ran at two separate
+    /// moments of most calls. Footprints without order data fall back to positions 0.5.
+    Measured,
+    /// Address order, each line once; the batcher's hand-over lines again after its
+    /// receive side (sessions 7 and before).
+    Address,
 }
 
 /// Runs the comparison; returns the JSON document (also printed as a table unless `json`).
@@ -830,6 +955,8 @@ pub fn run(
         json,
         spread_by_order,
         line_rule,
+        call_order,
+        chunked_loops,
     } = *opt;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
@@ -968,7 +1095,7 @@ pub fn run(
     }
     let fams = lines_file.map(load_footprints).transpose()?;
     // With measured lines, the I1 side has no fitted parameter: its calibration runs are
-    // those of the footprints (b = 1 and 64, batcher on and off); the rest is predicted.
+    // those of the footprints (b = 1, 64 and 256, batcher on and off); the rest is predicted.
     let is_cal_i1 = |p: &Point| match &fams {
         Some(f) => f.values().any(|f| {
             if p.on {
@@ -1018,7 +1145,14 @@ pub fn run(
             let by = lru_i1(f, p.traffic, p.on, &rates, p.b, p.l1i, spread_by_order);
             variants.push(("lru_path", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("lru_path", by));
-            let (by, rates) = replay_i1(f, p.traffic, p.on, p.b, p.l1i, line_rule);
+            let (by, rates) = replay_i1(
+                f,
+                p.traffic,
+                p.on,
+                p.b,
+                p.l1i,
+                (line_rule, call_order, chunked_loops),
+            );
             variants.push(("replay", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("replay", by));
             replay_rates = Some(rates);
@@ -1100,6 +1234,7 @@ pub fn run(
         "data": data.display().to_string(), "binary": bin.display().to_string(),
         "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
         "i1_capacity_term": capacity, "i1_replay_line_rule": format!("{line_rule:?}"),
+        "i1_replay_order": format!("{call_order:?}"), "i1_replay_chunked_loops": chunked_loops,
         "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
         "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
         "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),

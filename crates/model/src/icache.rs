@@ -30,6 +30,12 @@
 //!   (`examples/tune/cache.rs` builds the order from the batcher's and `Graph::drain`'s
 //!   rules).
 //!
+//! * **Order inside a call** ([`LineOrder`], [`call_events`],
+//!   [`TraceReplay::call_ordered`]): where each line runs inside its owner's calls
+//!   (measured with valgrind lackey's instruction trace on the calibration runs); a line
+//!   run at the start and again at the end of a call (a loop's) is touched twice, so it
+//!   is younger in its set than a line run once at the start.
+//!
 //! Code that fits (every set holds at most `ways` of the lines touched between two
 //! touches) therefore has no misses beyond the compulsory ones, a footprint far beyond
 //! the cache misses on every touch, and in between only the overfull sets miss — the
@@ -293,6 +299,64 @@ impl TraceReplay {
         }
     }
 
+    /// One call touching its lines in a measured order: `events` lists indices into
+    /// `lines` in the order the call runs them (an index may occur twice: a line run at
+    /// the start and again at the end of the call, e.g. a loop's lines, see
+    /// [`call_events`]). Which lines run is drawn once per call, as in
+    /// [`TraceReplay::call`], with `packets(line)` packets (a line whose owner gets no
+    /// packets in this call, `packets` ≤ 0, does not run); a line that runs is touched at
+    /// each of its events. The lines touched (once each, first-touch order) are kept for a
+    /// [`TraceReplay::retouch`].
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CacheGeometry, CodeLine, TraceReplay};
+    /// let geo = CacheGeometry { bytes: 8192, ways: 8, line: 64 }; // 16 sets
+    /// let line = |n: usize, k: u64| CodeLine { line: 16 * k, node: n, per_call: 1.0, per_packet: 1.0 };
+    /// // Set 0 holds nine lines: node 0's eight (lines 0–7) and node 1's one (line 8).
+    /// let a: Vec<CodeLine> = (0..8).map(|k| line(0, k)).collect();
+    /// let b = vec![line(1, 8)];
+    /// let misses = |events: &[usize]| {
+    ///     let mut r = TraceReplay::new(geo, 2, 1);
+    ///     for round in 0..11 {
+    ///         r.counting = round > 0;
+    ///         r.call_ordered(&a, events, |_| 1.0);
+    ///         r.call_ordered(&b, &[0], |_| 1.0);
+    ///     }
+    ///     (r.touches.clone(), r.misses.clone())
+    /// };
+    /// // Each line once per round: nine lines cycled through eight ways, all miss.
+    /// assert_eq!(misses(&[0, 1, 2, 3, 4, 5, 6, 7]), (vec![80, 10], vec![80, 10]));
+    /// // Line 0 runs at the start and again at the end of node 0's call: between its end
+    /// // and the next start only node 1's line runs, so that touch hits (the end touch
+    /// // sees the seven others in between: a hit too). 8 misses a round, not 9.
+    /// assert_eq!(misses(&[0, 1, 2, 3, 4, 5, 6, 7, 0]), (vec![90, 10], vec![70, 10]));
+    /// ```
+    pub fn call_ordered(
+        &mut self,
+        lines: &[CodeLine],
+        events: &[usize],
+        packets: impl Fn(&CodeLine) -> f64,
+    ) {
+        self.last.clear();
+        let mut runs = vec![false; lines.len()];
+        for (l, run) in lines.iter().zip(runs.iter_mut()) {
+            let n = packets(l);
+            *run = n > 0.0 && (l.per_call >= EVERY_CALL || self.uniform() < l.touch_probability(n));
+        }
+        let mut seen = vec![false; lines.len()];
+        for &i in events {
+            let Some(l) = lines.get(i) else { continue };
+            if !runs[i] {
+                continue;
+            }
+            if !seen[i] {
+                seen[i] = true;
+                self.last.push((l.line, l.node));
+            }
+            self.touch(l.line, l.node);
+        }
+    }
+
     /// The `(line, owner)` pairs the last [`TraceReplay::call`] touched.
     pub fn last(&self) -> &[(u64, usize)] {
         &self.last
@@ -351,6 +415,46 @@ impl TraceReplay {
         z ^= z >> 31;
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+/// Where a line runs inside a call of its owner, measured (`scripts/model_footprints.py`:
+/// valgrind lackey's instruction trace on the calibration runs): the mean relative
+/// positions (0 = the call's start, 1 = its end) of its first and last touch, and the
+/// share of calls in which it ran at two separate moments (touched again after other
+/// lines of the call).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LineOrder {
+    /// Mean relative position of the line's first touch in a call.
+    pub first: f64,
+    /// Mean relative position of its last touch.
+    pub last: f64,
+    /// Share of the calls running it in which it ran at two or more separate moments.
+    pub twice: f64,
+}
+
+/// The touch order of one call from its lines' [`LineOrder`]s: each line at its first
+/// position, and once more at its last position when it ran at two separate moments in
+/// at least half of the calls (`twice` ≥ 0.5) — repeats inside a loop collapsed to the
+/// loop's first and last pass. Returns indices into `orders`, sorted by position (ties by
+/// index): the `events` of [`TraceReplay::call_ordered`].
+///
+/// ```
+/// use pktvec_model::icache::{call_events, LineOrder};
+/// let o = |first, last, twice| LineOrder { first, last, twice };
+/// // Line 0: a loop line (runs from 0.1 to 0.9); line 1: the prologue; line 2: the end.
+/// let ev = call_events(&[o(0.1, 0.9, 1.0), o(0.0, 0.0, 0.0), o(0.95, 0.95, 0.0)]);
+/// assert_eq!(ev, vec![1, 0, 0, 2]);
+/// ```
+pub fn call_events(orders: &[LineOrder]) -> Vec<usize> {
+    let mut ev: Vec<(f64, usize)> = Vec::with_capacity(2 * orders.len());
+    for (i, o) in orders.iter().enumerate() {
+        ev.push((o.first, i));
+        if o.twice >= 0.5 && o.last > o.first {
+            ev.push((o.last, i));
+        }
+    }
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    ev.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Expected misses per packet of `(line address, touches per packet)` on an LRU cache of
@@ -664,6 +768,50 @@ mod tests {
         let per_rare = r.misses[0] as f64 / r.touches[1] as f64;
         assert!((per_rare - 8.0).abs() < 0.01, "{per_rare}");
         assert_eq!(r.touches[0], 8 * calls as u64);
+    }
+
+    #[test]
+    fn ordered_calls_touch_repeats_and_skip_owners_without_packets() {
+        // Owner 0: lines 0 and 1 (a loop: line 0 at the start and the end); owner 1: line
+        // 2, run only in calls where it gets packets (a receive side).
+        let l = |k: u64, node: usize| CodeLine {
+            line: 16 * k,
+            node,
+            per_call: 1.0,
+            per_packet: 1.0,
+        };
+        let lines = vec![l(0, 0), l(1, 0), l(2, 1)];
+        let o = |first, last, twice| LineOrder { first, last, twice };
+        let ev = call_events(&[o(0.0, 1.0, 0.9), o(0.5, 0.5, 0.0), o(0.7, 0.7, 0.0)]);
+        assert_eq!(ev, vec![0, 1, 2, 0]);
+        // A line that ran twice in fewer than half of the calls gets one event.
+        assert_eq!(
+            call_events(&[o(0.0, 1.0, 0.4), o(0.5, 0.5, 0.0)]),
+            vec![0, 1]
+        );
+        let mut r = TraceReplay::new(L1I, 2, 5);
+        r.counting = true;
+        r.call_ordered(&lines, &ev, |line| if line.node == 1 { 0.0 } else { 4.0 });
+        assert_eq!(r.touches, vec![3, 0]); // line 0 twice, line 1; line 2 not run
+        assert_eq!(r.misses, vec![2, 0]); // compulsory: lines 0 and 1 once each
+        assert_eq!(r.last(), &[(0, 0), (16, 0)]);
+        r.call_ordered(&lines, &ev, |_| 4.0);
+        assert_eq!(r.touches, vec![6, 1]);
+        assert_eq!(r.misses, vec![2, 1]); // only line 2 is new
+                                          // A rare line (ρ = 0.01 per packet) runs in about 1 − 0.99^n of the calls.
+        let rare = vec![CodeLine {
+            line: 3,
+            node: 0,
+            per_call: 0.1,
+            per_packet: 0.01,
+        }];
+        let mut r = TraceReplay::new(L1I, 1, 9);
+        r.counting = true;
+        for _ in 0..20_000 {
+            r.call_ordered(&rare, &[0], |_| 10.0);
+        }
+        let share = r.touches[0] as f64 / 20_000.0;
+        assert!((share - (1.0 - 0.99f64.powi(10))).abs() < 0.01, "{share}");
     }
 
     #[test]
