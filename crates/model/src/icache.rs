@@ -797,8 +797,9 @@ mod tests {
         assert_eq!(r.last(), &[(0, 0), (16, 0)]);
         r.call_ordered(&lines, &ev, |_| 4.0);
         assert_eq!(r.touches, vec![6, 1]);
-        assert_eq!(r.misses, vec![2, 1]); // only line 2 is new
-                                          // A rare line (ρ = 0.01 per packet) runs in about 1 − 0.99^n of the calls.
+        // Only line 2 is new.
+        assert_eq!(r.misses, vec![2, 1]);
+        // A rare line (ρ = 0.01 per packet) runs in about 1 − 0.99^n of the calls.
         let rare = vec![CodeLine {
             line: 3,
             node: 0,
