@@ -156,6 +156,10 @@ struct Cli {
     /// runs.
     #[arg(long, value_delimiter = ',')]
     replay_extra: Vec<String>,
+    /// With `--replay`: re-normalise each stored run with this reference window (see
+    /// `--reference-window`) before fitting; only runs that stored `runs_raw` (session 9 on).
+    #[arg(long)]
+    replay_window: Option<usize>,
     /// The calibration's rule for the stall's shape (`Stall::hide_span`).
     #[arg(long, value_enum, default_value_t = SpanRuleArg::PreferSeeds)]
     span_rule: SpanRuleArg,
@@ -193,6 +197,13 @@ struct Cli {
     /// medians and their errors too. `--reference false`: raw runs only (as before).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     reference: bool,
+    /// With `--reference`: the speed factor of a run is the median of the factors of the
+    /// `W` reference runs centred on it (its own and (W − 1)/2 before and after, fewer at
+    /// the ends), not its own alone. A reference run is short (a quarter of the packets,
+    /// ≈ 5 ms): its own noise entered every normalised run; the slowdowns it is there for
+    /// last seconds, far longer than W runs. `1`: the paired reference only (sessions 6–8).
+    #[arg(long, default_value_t = 5)]
+    reference_window: usize,
     /// Instead of the (B, b) grid: the batcher dimension on l3fwd behind the path batcher:
     /// the PPB model calibrated, off and each batch size predicted and measured on single-
     /// path and alternating traffic (one sitting, interleaved), the tuner's choice.
@@ -242,6 +253,28 @@ const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
 /// Sub-batch sizes of the calibration runs at the largest vector (besides b = 64).
 const CAL_SUB_BATCHES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The speed factor of each run from its reference runs (`--reference-window`): the median,
+/// over the `window` references centred on the run, of reference / the sitting's median
+/// reference. `window` 1 is the run's own reference; an even window is widened by one.
+fn speed_factors(refs: &[f64], window: usize) -> Vec<f64> {
+    if refs.is_empty() {
+        return Vec::new();
+    }
+    let mut sorted = refs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let typical = sorted[sorted.len() / 2];
+    let half = window / 2;
+    (0..refs.len())
+        .map(|i| {
+            let lo = i.saturating_sub(half);
+            let hi = (i + half + 1).min(refs.len());
+            let mut w = refs[lo..hi].to_vec();
+            w.sort_by(f64::total_cmp);
+            w[w.len() / 2] / typical
+        })
+        .collect()
+}
 
 /// The reference setting of `--reference` (V, b).
 const REFERENCE: (usize, usize) = (256, 64);
@@ -343,6 +376,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             path,
             &[SpanRule::PreferSeeds, SpanRule::LeaveOneOut],
             &extra,
+            cli.replay_window,
             cli.json,
         )?;
         return emit(&cli, &doc);
@@ -507,10 +541,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The raw runs, kept for the JSON; `runs` becomes the normalised ones.
     let raw_runs = runs.clone();
     let speed: Vec<f64> = if cli.reference {
-        let mut sorted = refs.clone();
-        sorted.sort_by(f64::total_cmp);
-        let typical = sorted[sorted.len() / 2];
-        refs.iter().map(|r| r / typical).collect()
+        speed_factors(&refs, cli.reference_window)
     } else {
         vec![1.0; runs.len()]
     };
@@ -697,7 +728,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "median_abs_error": median, "worst_abs_error": worst,
                 "predicted_median_abs_error": out_median, "predicted_worst_abs_error": out_worst,
                 "span_rule": format!("{:?}", cli.span_rule),
-                "reference": cli.reference.then(|| serde_json::json!({"vector": REFERENCE.0, "sub_batch": REFERENCE.1, "runs": refs.len(), "min": ref_range.0, "max": ref_range.1})),
+                "reference": cli.reference.then(|| serde_json::json!({"vector": REFERENCE.0, "sub_batch": REFERENCE.1, "runs": refs.len(), "min": ref_range.0, "max": ref_range.1, "window": cli.reference_window})),
+                // Every run in measurement order (setting, its reference, each node's raw
+                // cycles per packet in `names`' order): `tune --replay` re-normalises them.
+                "runs_raw": {"nodes": names, "runs": raw_runs.iter().enumerate().map(|(i, r)| serde_json::json!([r.0.0, r.0.1, refs.get(i).map(|x| (x * 1000.0).round() / 1000.0), r.1.iter().map(|c| (c.1 * 1000.0).round() / 1000.0).collect::<Vec<_>>()])).collect::<Vec<_>>()},
                 "raw_median_abs_error": raw_median, "raw_worst_abs_error": raw_worst,
                 "calibration_runs": calib_runs,
                 "tuner": {"vector": tv, "sub_batch": tb, "measured": chosen.3},

@@ -16,11 +16,69 @@ fn errors(pairs: &[(f64, f64)]) -> (f64, f64) {
     (e[e.len() / 2], *e.last().unwrap_or(&0.0))
 }
 
+/// The grid of a stored run re-normalised with a reference window (`--reference-window`):
+/// from the run's `runs_raw` (every run in measurement order with its reference and raw
+/// per-node cycles), each run divided by [`super::speed_factors`] of that window, then per
+/// setting and node the run's statistic (median or minimum) as the live run computes it.
+/// `None` when the run stored no `runs_raw` (sittings before session 9) or no references.
+fn renormalised(r: &Value, window: usize) -> Option<Vec<Value>> {
+    let raw = r.get("runs_raw")?;
+    let names: Vec<&str> = raw["nodes"]
+        .as_array()?
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let runs = raw["runs"].as_array()?;
+    let refs: Vec<f64> = runs.iter().map(|x| x[2].as_f64()).collect::<Option<_>>()?;
+    let speed = super::speed_factors(&refs, window);
+    let min = r["stat"].as_str() == Some("min");
+    let stat = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        if min {
+            xs[0]
+        } else {
+            xs[xs.len() / 2]
+        }
+    };
+    let mut grid = r["grid"].as_array()?.clone();
+    for g in grid.iter_mut() {
+        let set = (g["vector"].as_u64()?, g["sub_batch"].as_u64()?);
+        let mine: Vec<(f64, Vec<f64>)> = runs
+            .iter()
+            .zip(&speed)
+            .filter(|(x, _)| (x[0].as_u64(), x[1].as_u64()) == (Some(set.0), Some(set.1)))
+            .map(|(x, f)| {
+                let nodes = x[3].as_array().map_or(Vec::new(), |a| {
+                    a.iter().map(|c| c.as_f64().unwrap_or(0.0) / f).collect()
+                });
+                (*f, nodes)
+            })
+            .collect();
+        if mine.is_empty() {
+            return None;
+        }
+        g["measured"] = json!(stat(mine.iter().map(|(_, n)| n.iter().sum()).collect()));
+        g["measured_raw"] = json!(stat(
+            mine.iter()
+                .map(|(f, n)| f * n.iter().sum::<f64>())
+                .collect()
+        ));
+        for n in g["nodes"].as_array_mut()? {
+            let i = names.iter().position(|&m| Some(m) == n["node"].as_str())?;
+            n["measured"] = json!(stat(mine.iter().map(|(_, v)| v[i]).collect()));
+        }
+    }
+    Some(grid)
+}
+
 /// Replays every run of `path` under `rules`; returns one JSON row per run and rule.
+/// `window`: re-normalise the runs with this reference window first (runs that stored
+/// their raw runs only; the others keep their stored normalisation).
 pub fn run(
     path: &Path,
     rules: &[SpanRule],
     extra: &[(u64, u64)],
+    window: Option<usize>,
     json: bool,
 ) -> Result<Value, Box<dyn std::error::Error>> {
     let d: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
@@ -28,7 +86,11 @@ pub fn run(
     for sit in d["sittings"].as_array().ok_or("sittings")? {
         let tag = sit["tag"].as_str().unwrap_or("?");
         for r in sit["runs"].as_array().ok_or("runs")? {
-            let grid = r["grid"].as_array().ok_or("grid")?;
+            let regrid = window.and_then(|w| renormalised(r, w));
+            let grid = match &regrid {
+                Some(g) => g,
+                None => r["grid"].as_array().ok_or("grid")?,
+            };
             let cal: Vec<(u64, u64)> = r["calibration_runs"]
                 .as_array()
                 .ok_or("calibration_runs")?
@@ -122,6 +184,7 @@ pub fn run(
                     .collect();
                 let row = json!({
                     "sitting": tag, "app": r["app"], "table": r["table"], "rule": format!("{rule:?}"),
+                    "window": if regrid.is_some() { json!(window) } else { r["reference"]["window"].clone() },
                     "reference": r["reference"], "median": nm, "worst": nw,
                     "predicted_points": out.len(), "predicted_median": om, "predicted_worst": ow,
                     "tuner": [choice.vector, choice.sub_batch], "grid_quality": quality,
@@ -131,10 +194,11 @@ pub fn run(
                 });
                 if !json {
                     println!(
-                        "{tag} {:5} {:5} {:12} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  tuner V {} b {} grid quality {:5.1}%  spans {}",
+                        "{tag} {:5} {:5} {:12} window {:4} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  tuner V {} b {} grid quality {:5.1}%  spans {}",
                         r["app"].as_str().unwrap_or(""),
                         r["table"].as_str().unwrap_or(""),
                         format!("{rule:?}"),
+                        row["window"],
                         100.0 * nm,
                         100.0 * nw,
                         100.0 * rm,
