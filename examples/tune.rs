@@ -220,7 +220,9 @@ struct Cli {
     route6_count: usize,
     /// The fair check of the tuner against the sweep: the tuner's choice and the grid's
     /// best measured again, interleaved (A B A B ...), this many times each, medians (the
-    /// grid's best is a minimum over noisy medians, biased low). 0: skip.
+    /// grid's best is a minimum over noisy medians, biased low). With `--reference` each
+    /// of these runs is paired with a reference run and normalised as the grid's are
+    /// (session 9; the JSON's `recheck.raw` keeps the raw medians). 0: skip.
     #[arg(long, default_value_t = 7)]
     recheck: usize,
     /// Online: relative drift of measured vs predicted cycles that starts an exploration.
@@ -244,6 +246,14 @@ impl From<SpanRuleArg> for SpanRule {
             SpanRuleArg::LeaveOneOut => SpanRule::LeaveOneOut,
         }
     }
+}
+
+/// The fair check's re-measurement (`--recheck`): the tuner's choice and the grid's best,
+/// each (median tuner, median best, median of paired best / tuner ratios), raw and, with
+/// `--reference`, speed-normalised.
+struct Recheck {
+    raw: (f64, f64, f64),
+    norm: Option<(f64, f64, f64)>,
 }
 
 /// One measured run: (vector size, sub-batch) and per-node cycles per packet.
@@ -688,29 +698,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .expect("the tuner picks from the grid");
     // The fair check: the tuner's choice and the grid's best, measured again interleaved
     // (the order alternating each round), medians and the median of paired ratios.
-    let mut recheck: Option<(f64, f64, f64)> = None;
+    // With `--reference`, each re-measured run is paired with a reference run and
+    // normalised as the grid's runs are (`--reference-window` over the recheck's own
+    // sequence; the sitting's typical speed cancels in the ratio); the raw medians are kept.
+    let mut recheck: Option<Recheck> = None;
     if cli.recheck > 0 && (tv, tb) != (best.0, best.1) {
-        let (mut a, mut bm) = (Vec::new(), Vec::new());
+        let total = |r: Vec<(String, f64)>| r.iter().map(|x| x.1).sum::<f64>();
+        // (is the tuner's setting, cycles per packet), in measurement order.
+        let mut seq: Vec<(bool, f64)> = Vec::new();
+        let mut rc_refs: Vec<f64> = Vec::new();
         for i in 0..cli.recheck {
-            let total = |r: Vec<(String, f64)>| r.iter().map(|x| x.1).sum::<f64>();
-            if i % 2 == 0 {
-                a.push(total(measure(&mut g, tv, tb, cli.packets)));
-                bm.push(total(measure(&mut g, best.0, best.1, cli.packets)));
+            let pair = if i % 2 == 0 {
+                [true, false]
             } else {
-                bm.push(total(measure(&mut g, best.0, best.1, cli.packets)));
-                a.push(total(measure(&mut g, tv, tb, cli.packets)));
+                [false, true]
+            };
+            for is_tuner in pair {
+                let (v, b) = if is_tuner { (tv, tb) } else { (best.0, best.1) };
+                seq.push((is_tuner, total(measure(&mut g, v, b, cli.packets))));
+                if cli.reference {
+                    let r = measure(&mut g, REFERENCE.0, REFERENCE.1, cli.packets / 4);
+                    rc_refs.push(total(r));
+                }
             }
         }
         let med = |mut xs: Vec<f64>| {
             xs.sort_by(f64::total_cmp);
             xs[xs.len() / 2]
         };
-        let paired = med(bm.iter().zip(&a).map(|(b, a)| b / a).collect());
-        recheck = Some((med(a), med(bm), paired));
+        let summary = |f: &[f64]| -> (f64, f64, f64) {
+            let pick = |want: bool| -> Vec<f64> {
+                seq.iter()
+                    .zip(f)
+                    .filter(|((t, _), _)| *t == want)
+                    .map(|((_, c), f)| c / f)
+                    .collect()
+            };
+            let (a, b) = (pick(true), pick(false));
+            let paired = med(b.iter().zip(&a).map(|(b, a)| b / a).collect());
+            (med(a), med(b), paired)
+        };
+        let raw = summary(&vec![1.0; seq.len()]);
+        let norm = cli
+            .reference
+            .then(|| summary(&speed_factors(&rc_refs, cli.reference_window)));
+        recheck = Some(Recheck { raw, norm });
     }
     // Fair quality: 1 when the tuner chose the grid's best; else the re-measured ratio.
-    let fair_quality = match recheck {
-        Some((a, b, _)) => b / a,
+    let fair_quality = match &recheck {
+        Some(r) => {
+            let (a, b, _) = r.norm.unwrap_or(r.raw);
+            b / a
+        }
         None if (tv, tb) == (best.0, best.1) => 1.0,
         None => quality,
     };
@@ -741,7 +780,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "table_bytes": table_bytes, "table_fit": table_fit,
                 "stall_share": tuner.stall_share(), "cache_resident": tuner.cache_resident(),
                 "model_unrestricted": {"vector": free_choice.vector, "sub_batch": free_choice.sub_batch, "measured": free_row.3, "quality": best.3 / free_row.3},
-                "recheck": recheck.map(|(a, b, p)| serde_json::json!({"reps": cli.recheck, "tuner": a, "best": b, "paired_ratio": p})),
+                "recheck": recheck.as_ref().map(|r| {
+                    let (a, b, p) = r.norm.unwrap_or(r.raw);
+                    serde_json::json!({"reps": cli.recheck, "tuner": a, "best": b, "paired_ratio": p,
+                        "normalised": r.norm.is_some(), "raw": {"tuner": r.raw.0, "best": r.raw.1, "paired_ratio": r.raw.2, "quality": r.raw.1 / r.raw.0}})
+                }),
                 "fair_quality": fair_quality,
                 "confirmed": confirmed.iter().map(|(s, c)| serde_json::json!({"vector": s.vector, "sub_batch": s.sub_batch, "measured": c})).collect::<Vec<_>>(),
             })
@@ -791,7 +834,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             best.3,
             100.0 * quality
         );
-        match recheck {
+        match recheck.as_ref().map(|r| r.norm.unwrap_or(r.raw)) {
             Some((a, b, p)) => println!(
                 "re-measured interleaved ({} each, medians): tuner V {tv}, b {tb}: {a:.1}; grid's best V {}, b {}: {b:.1}; fair quality {:.1}% (paired ratios: {:.1}%)",
                 cli.recheck,
