@@ -53,7 +53,8 @@ def main():
             f"{b}: {100*st.median(rel[c][(256, b)]):.1f}" for b in [1, 2, 4, 8, 16, 32, 64]
         )
         print(f"| {c.replace('-', ', ')} | {top} | {v256} |")
-    json.dump(doc, open(out, "w"), indent=1)
+    # Compact: since session 9 every run stores its raw runs (`runs_raw`, ~200 per case).
+    json.dump(doc, open(out, "w"), separators=(",", ":"))
 
 
 if __name__ == "__main__":
