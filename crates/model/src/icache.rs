@@ -538,7 +538,7 @@ impl SizeRule {
     /// The quad loop's width.
     pub const WIDTH: usize = 4;
 
-    /// The lines a call of `n` packets runs, given the families measured (a missing one
+    /// Which line set a call of `n` packets runs, given the families measured (a missing one
     /// falls back as session 8 did: dual → narrow, huge → wide, small → the others).
     ///
     /// ```
@@ -592,8 +592,9 @@ impl SizeRule {
 /// A small-family line's place in the loop structure ([`tail_lines`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TailLine {
-    /// The wide run (calls of 64: no tail) never ran it: tail code (a 4-wide epilogue, a
-    /// remainder loop).
+    /// The small run ran it on every call ([`EVERY_CALL`]: structural code, not a branch
+    /// some packets take) and the wide run (calls of 64: no tail) never: tail code (a
+    /// 4-wide epilogue, a remainder loop).
     pub tail: bool,
     /// A tail line the narrow or the dual run ran too: 2- or 1-wide remainder code, run
     /// only when n mod 4 ≠ 0.
@@ -601,16 +602,22 @@ pub struct TailLine {
 }
 
 /// Per line of `small` (one owner's lines of the small family), its [`TailLine`] from the
-/// same owner's lines in the `wide`, `narrow` and `dual` families (by address).
+/// same owner's lines in the `wide`, `narrow` and `dual` families (by address). A line
+/// the small run ran in some calls only (a branch, e.g. the path of a vector whose packets
+/// all go to one next node, which calls of 1 always take and calls of 64 of mixed traffic
+/// never) is no tail line: it keeps its measured rate.
 ///
 /// ```
 /// use pktvec_model::icache::{tail_lines, CodeLine, TailLine};
-/// let l = |line| CodeLine { line, node: 0, per_call: 1.0, per_packet: 0.2 };
-/// // 1: quad body (wide too); 2: 4-wide epilogue (small only); 3: scalar tail (narrow too).
-/// let t = tail_lines(&[l(1), l(2), l(3)], &[l(1)], &[l(3)], &[]);
+/// let l = |line| CodeLine { line, node: 0, per_call: 1.0, per_packet: 1.0 / 7.0 };
+/// // 1: quad body (wide too); 2: 4-wide epilogue (small only); 3: scalar tail (narrow
+/// // too); 4: a branch that 8% of the small run's calls took (narrow too).
+/// let branch = CodeLine { per_call: 0.08, ..l(4) };
+/// let t = tail_lines(&[l(1), l(2), l(3), branch], &[l(1)], &[l(3), l(4)], &[]);
 /// assert_eq!(t[0], TailLine { tail: false, remainder: false });
 /// assert_eq!(t[1], TailLine { tail: true, remainder: false });
 /// assert_eq!(t[2], TailLine { tail: true, remainder: true });
+/// assert_eq!(t[3], TailLine { tail: false, remainder: false });
 /// ```
 pub fn tail_lines(
     small: &[CodeLine],
@@ -622,7 +629,7 @@ pub fn tail_lines(
     small
         .iter()
         .map(|l| {
-            let tail = !has(wide, l.line);
+            let tail = l.per_call >= EVERY_CALL && !has(wide, l.line);
             TailLine {
                 tail,
                 remainder: tail && (has(narrow, l.line) || has(dual, l.line)),
