@@ -27,7 +27,7 @@ replays each call's lines in that order (`pktvec_model::icache::call_events`).
 
     export PATH=<dir with a valgrind wrapper taking the shared lock>:$PATH
     python3 scripts/model_footprints.py --ppb $CARGO_TARGET_DIR/release/examples/ppb \
-        --out docs/results/model-cache-footprints.json
+        --jobs 2 --out docs/results/model-cache-footprints.json
 """
 import argparse, collections, concurrent.futures, json, os, re, subprocess
 
