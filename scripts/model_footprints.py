@@ -3,9 +3,10 @@
 
 Runs the `ppb` example under callgrind (--dump-instr=yes: executed instructions with their
 addresses and counts) at the calibration settings — per traffic, the batcher on at b = 1, 2,
-64 and 256 and off with vectors of 1, 2, 64 and 256 (calls of 1 and 2 packets run the
-single and dual loops, 64 the quad loop, 256 the code for calls above 64) — each at two
-run lengths; the difference
+7, 64 and 256 and off with vectors of 1, 2, 7, 64 and 256 (calls of 1 and 2 packets run the
+single and dual loops, 7 the quad loop once and then the dual and single loops and the
+4-wide and scalar tails of the 16-wide SIMD loops, 64 the quad loop and the 16-wide loops
+with no tail, 256 the code for calls above 64) — each at two run lengths; the difference
 (150k - 50k packets) per packet removes the setup. Every executed 64-byte code line is
 attributed to the node that runs it (by its function: the node's `process`, its helpers,
 the batcher's hand-over for `batcher`, its receive side (replay source, classification,
@@ -26,9 +27,9 @@ replays each call's lines in that order (`pktvec_model::icache::call_events`).
 
     export PATH=<dir with a valgrind wrapper taking the shared lock>:$PATH
     python3 scripts/model_footprints.py --ppb $CARGO_TARGET_DIR/release/examples/ppb \
-        --out docs/results/model-cache-footprints.json
+        --jobs 2 --out docs/results/model-cache-footprints.json
 """
-import argparse, collections, json, os, re, subprocess
+import argparse, collections, concurrent.futures, json, os, re, subprocess
 
 SETTINGS = {  # family: (batch, vector size)
     'on-narrow': (1, 256), 'on-wide': (64, 256), 'off-narrow': (0, 1), 'off-wide': (0, 64),
@@ -40,6 +41,16 @@ SETTINGS = {  # family: (batch, vector size)
 # in calls above 64 packets (`Lpm4::lookup_vector_raw`'s path for larger vectors, larger
 # memcpy lines) is otherwise never calibrated (`--no-huge` drops it).
 HUGE = {'on-huge': (256, 256), 'off-huge': (0, 256)}
+# A call size that is not a multiple of the quad loop's 4 and is below the 16-index chunks
+# of the SIMD loops (`Context::enqueue_frame`'s fold over the next slots, `run_end`), on by
+# default since session 9 (`--no-small` drops it). The quad/dual/single loop
+# (`graph/src/loops.rs`) runs the 4-wide body, then the 2-wide for 2-3 left, then the
+# 1-wide for 1 left; LLVM compiles the fold into a 16-wide loop (n >= 16), a 4-wide
+# epilogue (4 <= n < 16, or n mod 16 >= 4) and a scalar tail (n mod 4 != 0). Calls of 1, 2,
+# 64 and 256 packets never run the 4-wide epilogue, and 64 and 256 never a tail; a call of 7
+# runs the 4-wide quad body once, the dual and single bodies once each, the 4-wide
+# epilogue once and the scalar tail three times.
+SMALL = {'on-small': (7, 256), 'off-small': (0, 7)}
 ARGS = ['--route-count', '20000', '--route6-count', '5000', '--pregen', '4096']
 # Packets of the lackey run of each family (the order of lines inside calls); the setup
 # (route tables, packet pregeneration, ~200M instructions) dominates its cost anyway.
@@ -148,19 +159,27 @@ def run(ppb, out_dir, traffic, batch, vector, n, extra=()):
     return parse(base + '.out'), stats
 
 
+def lackey_filter(out_dir):
+    """`scripts/lackey_lines.c`, compiled into the work directory (once)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    filt = f'{out_dir}/lackey_lines'
+    if not os.path.exists(filt):
+        subprocess.run(['cc', '-O2', '-o', filt, f'{here}/lackey_lines.c'], check=True)
+    return filt
+
+
 def lackey_order(ppb, out_dir, traffic, batch, vector, extra, lines_file):
     """The calibration's code lines in execution order for one family (lackey trace)."""
     base = f'{out_dir}/{traffic}-{batch}-{vector}-order'
     if os.path.exists(base + '.lines'):
         return [int(x) for x in open(base + '.lines')]
-    here = os.path.dirname(os.path.abspath(__file__))
-    filt = f'{out_dir}/lackey_lines'
-    if not os.path.exists(filt):
-        subprocess.run(['cc', '-O2', '-o', filt, f'{here}/lackey_lines.c'], check=True)
+    filt = lackey_filter(out_dir)
     log = f'/dev/shm/lackey-{os.getpid()}-{traffic}-{batch}-{vector}.txt'
     try:
         with open(base + '.json', 'w') as so:
-            subprocess.run(['valgrind', '-v', '-v', '--tool=lackey', '--trace-mem=yes', f'--log-file={log}',
+            # --basic-counts=no: lackey's own instruction/jump counting is not needed (the
+            # trace is the same; session 9, faster).
+            subprocess.run(['valgrind', '-v', '-v', '--tool=lackey', '--basic-counts=no', '--trace-mem=yes', f'--log-file={log}',
                             ppb, '--json', '--traffic', traffic, '--batch', str(batch), '-n', str(ORDER_PACKETS),
                             '--vector-size', str(vector)] + ARGS + list(extra),
                            stdout=so, stderr=subprocess.DEVNULL, check=True)
@@ -257,10 +276,17 @@ def main():
                          'of > 96 packets); the default')
     ap.add_argument('--no-huge', dest='huge', action='store_false',
                     help='calibrate at b = 1 and 64 only (sessions 7 and before)')
+    ap.add_argument('--small', action='store_true', default=True,
+                    help='also calibrate at b = 7 / V = 7 (families on-small, off-small; tune uses them for calls '
+                         'of 4-15 packets and for the tails of other calls); the default since session 9')
+    ap.add_argument('--no-small', dest='small', action='store_false',
+                    help='leave out the b = 7 families (session 8)')
     ap.add_argument('--no-order', dest='order', action='store_false', default=True,
                     help='leave out the lackey runs that measure the order of lines inside calls')
+    ap.add_argument('--jobs', type=int, default=1,
+                    help='valgrind runs at once (callgrind runs first, then the lackey runs)')
     a = ap.parse_args()
-    settings = dict(SETTINGS, **(HUGE if a.huge else {}))
+    settings = dict(SETTINGS, **(HUGE if a.huge else {}), **(SMALL if a.small else {}))
     extra = ['--deadline-us', str(a.deadline_us)]
     os.makedirs(a.work, exist_ok=True)
     # The monomorphisations of DynNode::process_dyn share one name: split them by address.
@@ -270,18 +296,23 @@ def main():
         if len(p) == 4 and p[2] in 'tT' and DYN in p[3]:
             syms.append((int(p[0], 16), int(p[1], 16)))
     fams = {}
-    for traffic in ('alternating', 'realistic'):
-        for fam, (b, v) in settings.items():
-            lo, slo = run(a.ppb, a.work, traffic, b, v, 50_000, extra)
-            hi, shi = run(a.ppb, a.work, traffic, b, v, 150_000, extra)
-            per = {}
-            for fn in set(lo) | set(hi):
-                for addr in set(lo.get(fn, {})) | set(hi.get(fn, {})):
-                    d = (hi.get(fn, {}).get(addr, 0) - lo.get(fn, {}).get(addr, 0)) / 100_000
-                    if d > 0:
-                        per[(fn, addr)] = d
-            nodes = {k: ((shi[k][0] - slo[k][0]) / 100_000, (shi[k][1] - slo[k][1]) / 100_000) for k in shi}
-            fams[f'{traffic}-{fam}'] = {'batch': b, 'vector': v, 'per': per, 'nodes': nodes}
+    keys = [(traffic, fam) for traffic in ('alternating', 'realistic') for fam in settings]
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        runs = {(t, fam, n): ex.submit(run, a.ppb, a.work, t, *settings[fam], n, extra)
+                for t, fam in keys for n in (50_000, 150_000)}
+        runs = {k: f.result() for k, f in runs.items()}
+    for traffic, fam in keys:
+        b, v = settings[fam]
+        lo, slo = runs[(traffic, fam, 50_000)]
+        hi, shi = runs[(traffic, fam, 150_000)]
+        per = {}
+        for fn in set(lo) | set(hi):
+            for addr in set(lo.get(fn, {})) | set(hi.get(fn, {})):
+                d = (hi.get(fn, {}).get(addr, 0) - lo.get(fn, {}).get(addr, 0)) / 100_000
+                if d > 0:
+                    per[(fn, addr)] = d
+        nodes = {k: ((shi[k][0] - slo[k][0]) / 100_000, (shi[k][1] - slo[k][1]) / 100_000) for k in shi}
+        fams[f'{traffic}-{fam}'] = {'batch': b, 'vector': v, 'per': per, 'nodes': nodes}
     # Each process_dyn instance: the node whose calls per packet match its entry count
     # over all calibration runs (least squared log ratio).
     dyn_owner = {}
@@ -312,6 +343,7 @@ def main():
     sizes['libc'] = instruction_sizes(libc) if libc else {}
 
     doc = {'binary': a.ppb, 'line_bytes': 64, 'deadline_us': a.deadline_us, 'process_dyn_owners': {f'{s:#x}': o for (s, _), o in dyn_owner.items()}, 'families': {}}
+    fam_lines = {}
     for key, f in fams.items():
         lines = collections.defaultdict(float)
         own = {}
@@ -331,16 +363,28 @@ def main():
                     lines[(touched, o)] = c
                 own.setdefault(touched, o)
             own[ln] = o
+        fam_lines[key] = lines
+    seqs = {}
+    if a.order:
+        # One lackey run per family (each with its own list of lines), a.jobs at once.
+        lackey_filter(a.work)
+        with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+            for key, lines in fam_lines.items():
+                lf = f'{a.work}/lines-{key}.txt'
+                with open(lf, 'w') as fh:
+                    fh.write('\n'.join(str(ln) for ln in sorted({ln for (ln, _) in lines})) + '\n')
+                f = fams[key]
+                seqs[key] = ex.submit(lackey_order, a.ppb, a.work, key.split('-')[0], f['batch'], f['vector'],
+                                      extra, lf)
+            seqs = {k: v.result() for k, v in seqs.items()}
+    for key, f in fams.items():
+        lines = fam_lines[key]
         entries = [{'line': ln, 'node': o, 'per_packet': c} for (ln, o), c in sorted(lines.items())]
         if a.order:
-            with open(f'{a.work}/lines.txt', 'w') as lf:
-                lf.write('\n'.join(str(ln) for ln in sorted({ln for (ln, _) in lines})) + '\n')
-            traffic = key.split('-')[0]
-            seq = lackey_order(a.ppb, a.work, traffic, f['batch'], f['vector'], extra, f'{a.work}/lines.txt')
             owners = collections.defaultdict(set)
             for (ln, o) in lines:
                 owners[ln].add(o)
-            order = call_order(seq, owners)
+            order = call_order(seqs[key], owners)
             for e in entries:
                 if (e['line'], e['node']) in order:
                     first, last, twice, calls = order[(e['line'], e['node'])]

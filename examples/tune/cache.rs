@@ -2,7 +2,7 @@
 //! the cachegrind sweep of `scripts/ppb_sweep.py` (`docs/results/batcher.json`: l3fwd behind
 //! the path batcher, off and on, b = 1…256, alternating and realistic traffic, 32 KiB and
 //! 8 KiB simulated L1i; no flush deadline). I1 from the code lines measured by
-//! `scripts/model_footprints.py` (b = 1, 64 and 256): replayed in the batcher's and the graph's
+//! `scripts/model_footprints.py` (b = 1, 2, 7, 64 and 256): replayed in the batcher's and the graph's
 //! dispatch order through an exact LRU (`i1_replay`, [`replay_i1`]) and estimated per set
 //! from touch rates (`i1_lru`, `i1_lru_path`); the older footprint × ratio model from the
 //! `ppb` binary's symbol sizes (`nm -S`, `i1_ratio`) and D1 (eq. 3) with a few parameters
@@ -10,8 +10,8 @@
 
 use pktvec::model::calibrate::{fit_code_capacity, fit_code_misses, fit_data_misses};
 use pktvec::model::icache::{
-    call_events, code_misses_by_node, CacheGeometry, CodeLine, LineOrder, NodeRate, Spread,
-    TraceReplay, EVERY_CALL,
+    call_events, code_misses_by_node, tail_lines, CacheGeometry, CallLines, CodeLine, Families,
+    LineOrder, NodeRate, SizeRule, Spread, Tail, TraceReplay, EVERY_CALL,
 };
 use pktvec::model::ppb::{
     code_footprint, code_lines_per_packet, misses_per_packet, MissParams, NodeCost, Order, Path,
@@ -521,8 +521,8 @@ impl Draw {
 /// (first come, first served), each call with the packets that reached the node. Every
 /// call (the batcher's too) replays the dispatcher's lines, then its owner's lines (the
 /// batcher's receive side in the calls that receive), through an exact 8-way LRU L1i
-/// ([`TraceReplay`]): the narrow family's lines for calls of fewer packets than the
-/// prefetch width, else the wide one's. Returns (misses per packet per owner, the
+/// ([`TraceReplay`]): each call the lines of the calibration family its size selects
+/// ([`SizeRule`]). Returns (misses per packet per owner, the
 /// replay's calls and packets per packet per owner).
 ///
 /// Not replayed: the batcher's `uniform_vectors` rule (vectors of 2–3 at b = 1), epoch
@@ -533,7 +533,7 @@ fn replay_i1(
     on: bool,
     b: usize,
     l1i: usize,
-    (rule, call_order, chunked_loops): (LineRule, CallOrder, bool),
+    (rule, call_order, chunked_loops, size_rule): (LineRule, CallOrder, bool, SizeRule),
 ) -> (Vec<f64>, Vec<NodeRate>) {
     let b = b.max(1);
     let onoff = if on { "on" } else { "off" };
@@ -563,10 +563,12 @@ fn replay_i1(
     let (narrow, narrow_order) = by_owner("narrow");
     let (mut wide, wide_order) = by_owner("wide");
     let (mut huge, huge_order) = by_owner("huge");
+    let (mut small, small_order) = by_owner("small");
     for (o, ls) in wide
         .iter_mut()
         .enumerate()
         .chain(huge.iter_mut().enumerate())
+        .chain(small.iter_mut().enumerate())
     {
         for l in ls.iter_mut() {
             let in_narrow = narrow[o].iter().find(|n| n.line == l.line);
@@ -608,22 +610,71 @@ fn replay_i1(
     let has_huge = huge.iter().any(|l| !l.is_empty());
     let (dual, dual_order) = by_owner("dual");
     let has_dual = dual.iter().any(|l| !l.is_empty());
-    let lines = [wide, narrow, huge, dual];
-    // Calls of one packet: the narrow lines; of 2–3 (the dual loops), the dual lines if
-    // calibrated (`model_footprints.py`'s default), else the narrow ones; of more than 96
-    // (closer to 256 than to 64), the huge lines if calibrated; else the wide ones.
-    let family = |n: usize| {
-        if n < WIDTH {
-            if n >= 2 && has_dual {
-                3
-            } else {
-                1
+    let has_small = small.iter().any(|l| !l.is_empty());
+    // The small family's tail and remainder lines per owner (session 9,
+    // [`SizeRule::Tail`], [`tail_lines`]).
+    let tails: Vec<Vec<pktvec::model::icache::TailLine>> = (0..OWNERS.len())
+        .map(|o| tail_lines(&small[o], &wide[o], &narrow[o], &dual[o]))
+        .collect();
+    // Derived line sets: a family's lines per owner with the small family's tail lines
+    // added (all, or without the remainder ones), or the small family's lines without its
+    // remainder lines.
+    type Set = (Vec<Vec<CodeLine>>, Vec<Vec<Option<LineOrder>>>);
+    let derive = |base: Option<&Set>, keep_rem: bool| -> Set {
+        let mut out: Set = (Vec::new(), Vec::new());
+        for o in 0..OWNERS.len() {
+            let mut v: Vec<(CodeLine, Option<LineOrder>)> = match base {
+                Some(b) => b.0[o].iter().cloned().zip(b.1[o].iter().copied()).collect(),
+                None => Vec::new(),
+            };
+            for (i, l) in small[o].iter().enumerate() {
+                let t = tails[o][i];
+                if (base.is_none() || t.tail) && (keep_rem || !t.remainder) {
+                    v.push((l.clone(), small_order[o][i]));
+                }
             }
-        } else if n > 96 && has_huge {
-            2
-        } else {
-            0
+            v.sort_by_key(|(l, _)| l.line);
+            out.1.push(v.iter().map(|(_, o)| *o).collect());
+            out.0.push(v.into_iter().map(|(l, _)| l).collect());
         }
+        out
+    };
+    let have = Families {
+        dual: has_dual,
+        small: has_small,
+        huge: has_huge,
+    };
+    let base: [Set; 5] = [
+        (wide, wide_order),
+        (narrow, narrow_order),
+        (huge, huge_order),
+        (dual, dual_order),
+        (small.clone(), small_order.clone()),
+    ];
+    let mut sets: Vec<Set> = base.to_vec();
+    // 5: small without remainder; 6/7: wide + tail (all / without remainder); 8/9: huge.
+    sets.push(derive(None, false));
+    for b in [0, 2] {
+        sets.push(derive(Some(&base[b]), true));
+        sets.push(derive(Some(&base[b]), false));
+    }
+    let (lines, orders): (Vec<_>, Vec<_>) = sets.into_iter().unzip();
+    // Which set a call of n packets runs ([`SizeRule`]).
+    let family = |n: usize| match size_rule.lines(n, have) {
+        CallLines::Wide { tail: Tail::None } => 0,
+        CallLines::Narrow => 1,
+        CallLines::Huge { tail: Tail::None } => 2,
+        CallLines::Dual => 3,
+        CallLines::Small { remainder: true } => 4,
+        CallLines::Small { remainder: false } => 5,
+        CallLines::Wide { tail: Tail::All } => 6,
+        CallLines::Wide {
+            tail: Tail::NoRemainder,
+        } => 7,
+        CallLines::Huge { tail: Tail::All } => 8,
+        CallLines::Huge {
+            tail: Tail::NoRemainder,
+        } => 9,
     };
     let pick = |o: usize, n: usize| &lines[family(n)][o];
     // With the measured order (`CallOrder::Measured`): per family and owner, one call's
@@ -631,8 +682,7 @@ fn replay_i1(
     // hand-over lines and its receive side's (owner 1), which interleave. A line the
     // lackey run did not see (rare) takes the position of its owner's nearest line that
     // it saw.
-    let orders = [wide_order, narrow_order, huge_order, dual_order];
-    let templates: Vec<Vec<(Vec<CodeLine>, Vec<usize>)>> = (0..4)
+    let templates: Vec<Vec<(Vec<CodeLine>, Vec<usize>)>> = (0..lines.len())
         .map(|f| {
             (0..OWNERS.len())
                 .map(|o| {
@@ -928,6 +978,20 @@ pub struct Options<'a> {
     pub chunked_loops: bool,
 }
 
+/// The trace replay's [`SizeRule`] (which family's lines a call of n packets runs) from
+/// the environment variable `TUNE_I1_SIZE_RULE` (`session8`, `small`, `tail`; default
+/// `tail`), since `tune`'s command line is not this module's.
+fn size_rule_from_env() -> Result<SizeRule, String> {
+    match std::env::var("TUNE_I1_SIZE_RULE").as_deref() {
+        Err(_) | Ok("tail") => Ok(SizeRule::Tail),
+        Ok("small") => Ok(SizeRule::Small),
+        Ok("session8") => Ok(SizeRule::Session8),
+        Ok(x) => Err(format!(
+            "TUNE_I1_SIZE_RULE={x}: expected session8, small or tail"
+        )),
+    }
+}
+
 /// The order in which the trace replay touches the lines of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CallOrder {
@@ -958,6 +1022,7 @@ pub fn run(
         call_order,
         chunked_loops,
     } = *opt;
+    let size_rule = size_rule_from_env()?;
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
         .as_array()
@@ -1095,7 +1160,7 @@ pub fn run(
     }
     let fams = lines_file.map(load_footprints).transpose()?;
     // With measured lines, the I1 side has no fitted parameter: its calibration runs are
-    // those of the footprints (b = 1, 64 and 256, batcher on and off); the rest is predicted.
+    // those of the footprints (b = 1, 2, 7, 64 and 256, batcher on and off); the rest is predicted.
     let is_cal_i1 = |p: &Point| match &fams {
         Some(f) => f.values().any(|f| {
             if p.on {
@@ -1151,7 +1216,7 @@ pub fn run(
                 p.on,
                 p.b,
                 p.l1i,
-                (line_rule, call_order, chunked_loops),
+                (line_rule, call_order, chunked_loops, size_rule),
             );
             variants.push(("replay", by.iter().sum(), is_cal_i1(p)));
             by_owner.push(("replay", by));
@@ -1235,6 +1300,7 @@ pub fn run(
         "calibration_batches": cal_batches, "l1d_bytes": l1d, "prefetch_width": WIDTH,
         "i1_capacity_term": capacity, "i1_replay_line_rule": format!("{line_rule:?}"),
         "i1_replay_order": format!("{call_order:?}"), "i1_replay_chunked_loops": chunked_loops,
+        "i1_replay_size_rule": format!("{size_rule:?}"),
         "code_bytes": NODES.iter().zip(&bytes).map(|((n, _), b)| json!({"node": n, "bytes": b})).collect::<Vec<_>>(),
         "batcher_code_bytes": {"on": batcher_on, "off": batcher_off},
         "params": params.iter().map(|((l1i, tr), p)| json!({"l1i": l1i, "traffic": tr, "params": p})).collect::<Vec<_>>(),

@@ -457,6 +457,187 @@ pub fn call_events(orders: &[LineOrder]) -> Vec<usize> {
     ev.into_iter().map(|(_, i)| i).collect()
 }
 
+/// Which calibration family's lines a call of `n` packets runs, for a replay whose
+/// families were measured at calls of 1 (narrow), 2 (dual), 7 (small), 64 (wide) and 256
+/// (huge) packets (`scripts/model_footprints.py`).
+///
+/// pktvec's loops decide it (`graph/src/loops.rs`, `Context::enqueue_frame`): the quad
+/// loop runs its 4-wide body while 4 or more packets are left, then the 2-wide body for
+/// 2–3 left and the 1-wide for 1; the SIMD folds over a vector's next slots run a 16-wide
+/// body for n ≥ [`SizeRule::CHUNK`], a 4-wide epilogue for 4 ≤ n < 16 (or n mod 16 ≥ 4)
+/// and a scalar tail for n mod 4 ≠ 0. Calls of 1, 2, 64 and 256 packets never run the
+/// 4-wide epilogue, 64 and 256 no tail at all; a call of 7 runs everything but the
+/// 16-wide body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeRule {
+    /// Session 8 (no small family): 1 narrow, 2–3 dual, 4–96 wide, > 96 huge.
+    Session8,
+    /// Calls of 4–15 packets run the small family's lines as measured; others as
+    /// [`SizeRule::Session8`].
+    Small,
+    /// The loop structure: calls of 4–15 packets the small family's lines, without its
+    /// remainder lines ([`TailLine::remainder`]) when n mod 4 = 0; calls of more than 15
+    /// that are not a multiple of 16 the wide (> 96: huge) lines plus the small family's
+    /// tail lines ([`TailLine::tail`]; the remainder ones only when n mod 4 ≠ 0); calls
+    /// of 1–3 and multiples of 16 as [`SizeRule::Session8`].
+    Tail,
+}
+
+/// The lines a call runs under a [`SizeRule`]: a family's, with the small family's tail
+/// lines added or its remainder lines left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallLines {
+    /// The narrow family (calls of 1).
+    Narrow,
+    /// The dual family (calls of 2).
+    Dual,
+    /// The small family (calls of 7); `remainder`: with its remainder lines.
+    Small {
+        /// Include the lines [`TailLine::remainder`] marks.
+        remainder: bool,
+    },
+    /// The wide family (calls of 64), `tail`: plus the small family's tail lines.
+    Wide {
+        /// The small family's tail lines to add.
+        tail: Tail,
+    },
+    /// The huge family (calls of 256), `tail` as for [`CallLines::Wide`].
+    Huge {
+        /// The small family's tail lines to add.
+        tail: Tail,
+    },
+}
+
+/// Which of the small family's tail lines a [`CallLines::Wide`] or [`CallLines::Huge`]
+/// call adds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// None (n a multiple of 16).
+    None,
+    /// The tail lines that are not remainder lines (n mod 4 = 0).
+    NoRemainder,
+    /// All tail lines.
+    All,
+}
+
+/// Which families a replay has lines for (the narrow and wide ones always).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Families {
+    /// Calls of 2 (dual loops).
+    pub dual: bool,
+    /// Calls of 7 (tails).
+    pub small: bool,
+    /// Calls of 256.
+    pub huge: bool,
+}
+
+impl SizeRule {
+    /// Packets per pass of the SIMD loops over next slots (below it they run only their
+    /// 4-wide epilogue and scalar tail).
+    pub const CHUNK: usize = 16;
+    /// The quad loop's width.
+    pub const WIDTH: usize = 4;
+
+    /// Which line set a call of `n` packets runs, given the families measured (a missing one
+    /// falls back as session 8 did: dual → narrow, huge → wide, small → the others).
+    ///
+    /// ```
+    /// use pktvec_model::icache::{CallLines, Families, SizeRule, Tail};
+    /// let all = Families { dual: true, small: true, huge: true };
+    /// let r = SizeRule::Tail;
+    /// assert_eq!(r.lines(3, all), CallLines::Dual);
+    /// assert_eq!(r.lines(7, all), CallLines::Small { remainder: true });
+    /// assert_eq!(r.lines(8, all), CallLines::Small { remainder: false });
+    /// assert_eq!(r.lines(32, all), CallLines::Wide { tail: Tail::None });
+    /// assert_eq!(r.lines(40, all), CallLines::Wide { tail: Tail::NoRemainder });
+    /// assert_eq!(r.lines(45, all), CallLines::Wide { tail: Tail::All });
+    /// assert_eq!(r.lines(200, all), CallLines::Huge { tail: Tail::NoRemainder });
+    /// assert_eq!(SizeRule::Session8.lines(8, all), CallLines::Wide { tail: Tail::None });
+    /// assert_eq!(SizeRule::Small.lines(8, all), CallLines::Small { remainder: true });
+    /// ```
+    pub fn lines(self, n: usize, have: Families) -> CallLines {
+        let none = Tail::None;
+        let old = if n < Self::WIDTH {
+            if n >= 2 && have.dual {
+                CallLines::Dual
+            } else {
+                CallLines::Narrow
+            }
+        } else if n > 96 && have.huge {
+            CallLines::Huge { tail: none }
+        } else {
+            CallLines::Wide { tail: none }
+        };
+        if !have.small || n < Self::WIDTH {
+            return old;
+        }
+        let whole = n % Self::WIDTH == 0;
+        match self {
+            SizeRule::Session8 => old,
+            SizeRule::Small if n < Self::CHUNK => CallLines::Small { remainder: true },
+            SizeRule::Small => old,
+            SizeRule::Tail if n < Self::CHUNK => CallLines::Small { remainder: !whole },
+            SizeRule::Tail if n % Self::CHUNK == 0 => old,
+            SizeRule::Tail => {
+                let tail = if whole { Tail::NoRemainder } else { Tail::All };
+                match old {
+                    CallLines::Huge { .. } => CallLines::Huge { tail },
+                    _ => CallLines::Wide { tail },
+                }
+            }
+        }
+    }
+}
+
+/// A small-family line's place in the loop structure ([`tail_lines`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TailLine {
+    /// The small run ran it on every call ([`EVERY_CALL`]: structural code, not a branch
+    /// some packets take) and the wide run (calls of 64: no tail) never: tail code (a
+    /// 4-wide epilogue, a remainder loop).
+    pub tail: bool,
+    /// A tail line the narrow or the dual run ran too: 2- or 1-wide remainder code, run
+    /// only when n mod 4 ≠ 0.
+    pub remainder: bool,
+}
+
+/// Per line of `small` (one owner's lines of the small family), its [`TailLine`] from the
+/// same owner's lines in the `wide`, `narrow` and `dual` families (by address). A line
+/// the small run ran in some calls only (a branch, e.g. the path of a vector whose packets
+/// all go to one next node, which calls of 1 always take and calls of 64 of mixed traffic
+/// never) is no tail line: it keeps its measured rate.
+///
+/// ```
+/// use pktvec_model::icache::{tail_lines, CodeLine, TailLine};
+/// let l = |line| CodeLine { line, node: 0, per_call: 1.0, per_packet: 1.0 / 7.0 };
+/// // 1: quad body (wide too); 2: 4-wide epilogue (small only); 3: scalar tail (narrow
+/// // too); 4: a branch that 8% of the small run's calls took (narrow too).
+/// let branch = CodeLine { per_call: 0.08, ..l(4) };
+/// let t = tail_lines(&[l(1), l(2), l(3), branch], &[l(1)], &[l(3), l(4)], &[]);
+/// assert_eq!(t[0], TailLine { tail: false, remainder: false });
+/// assert_eq!(t[1], TailLine { tail: true, remainder: false });
+/// assert_eq!(t[2], TailLine { tail: true, remainder: true });
+/// assert_eq!(t[3], TailLine { tail: false, remainder: false });
+/// ```
+pub fn tail_lines(
+    small: &[CodeLine],
+    wide: &[CodeLine],
+    narrow: &[CodeLine],
+    dual: &[CodeLine],
+) -> Vec<TailLine> {
+    let has = |v: &[CodeLine], line: u64| v.iter().any(|x| x.line == line);
+    small
+        .iter()
+        .map(|l| {
+            let tail = l.per_call >= EVERY_CALL && !has(wide, l.line);
+            TailLine {
+                tail,
+                remainder: tail && (has(narrow, l.line) || has(dual, l.line)),
+            }
+        })
+        .collect()
+}
+
 /// Expected misses per packet of `(line address, touches per packet)` on an LRU cache of
 /// geometry `geo` (see the module text). Entries of one line are merged (rates added).
 pub fn lru_misses(lines: &[(u64, f64)], geo: CacheGeometry) -> f64 {
@@ -628,6 +809,60 @@ mod tests {
         ways: 8,
         line: 64,
     };
+
+    #[test]
+    fn size_rule_follows_the_loop_structure() {
+        let all = Families {
+            dual: true,
+            small: true,
+            huge: true,
+        };
+        for n in 1..=300usize {
+            let got = SizeRule::Tail.lines(n, all);
+            let old = SizeRule::Session8.lines(n, all);
+            match n {
+                1 => assert_eq!(got, CallLines::Narrow),
+                2 | 3 => assert_eq!(got, CallLines::Dual),
+                // Below a chunk: the small family; its 2-/1-wide remainder only when the
+                // quad loop leaves packets over.
+                4..=15 => assert_eq!(
+                    got,
+                    CallLines::Small {
+                        remainder: n % 4 != 0
+                    }
+                ),
+                // Whole chunks: no tail, as before.
+                _ if n % 16 == 0 => assert_eq!(got, old),
+                _ => {
+                    let tail = if n % 4 == 0 {
+                        Tail::NoRemainder
+                    } else {
+                        Tail::All
+                    };
+                    let want = if n > 96 {
+                        CallLines::Huge { tail }
+                    } else {
+                        CallLines::Wide { tail }
+                    };
+                    assert_eq!(got, want, "n = {n}");
+                }
+            }
+            // Without the small family every rule is session 8's.
+            let no_small = Families {
+                small: false,
+                ..all
+            };
+            assert_eq!(SizeRule::Tail.lines(n, no_small), old);
+            assert_eq!(SizeRule::Small.lines(n, no_small), old);
+        }
+        // Missing families fall back: dual → narrow, huge → wide.
+        let bare = Families::default();
+        assert_eq!(SizeRule::Tail.lines(2, bare), CallLines::Narrow);
+        assert_eq!(
+            SizeRule::Tail.lines(200, bare),
+            CallLines::Wide { tail: Tail::None }
+        );
+    }
 
     #[test]
     fn lines_of_other_sets_do_not_conflict() {
