@@ -128,6 +128,12 @@ struct Cli {
     /// run in shorter calls; `false`: it runs on every call.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     i1_chunked_loops: bool,
+    /// With `--footprints`: which calibration family's lines a call of n packets runs in the
+    /// trace replay (`pktvec_model::icache::SizeRule`): `tail` (default: calls of 4–15 the
+    /// b = 7 family, other calls not a multiple of 16 plus its tail lines), `small` (calls
+    /// of 4–15 the b = 7 family as measured), `session8` (no b = 7 family).
+    #[arg(long, value_enum, default_value_t = cache::SizeRuleArg::Tail)]
+    i1_size_rule: cache::SizeRuleArg,
     /// With `--cache --footprints`: the batcher's flush deadline in packets of the
     /// cachegrind runs, for the path model's node calls (`lru_path`). 0 (default): the
     /// deadline never expires and queues always fill to a batch, as in the standard sweep
@@ -373,6 +379,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 line_rule: cli.i1_replay_rule,
                 call_order: cli.i1_replay_order,
                 chunked_loops: cli.i1_chunked_loops,
+                size_rule: cli.i1_size_rule,
             },
         )?;
         return emit(&cli, &doc);

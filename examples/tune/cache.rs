@@ -976,19 +976,28 @@ pub struct Options<'a> {
     /// I1 trace replay: lines of chunked loops (see `replay_i1`) do not run in calls
     /// shorter than a chunk.
     pub chunked_loops: bool,
+    /// I1 trace replay: which calibration family's lines a call of n packets runs.
+    pub size_rule: SizeRuleArg,
 }
 
-/// The trace replay's [`SizeRule`] (which family's lines a call of n packets runs) from
-/// the environment variable `TUNE_I1_SIZE_RULE` (`session8`, `small`, `tail`; default
-/// `tail`), since `tune`'s command line is not this module's.
-fn size_rule_from_env() -> Result<SizeRule, String> {
-    match std::env::var("TUNE_I1_SIZE_RULE").as_deref() {
-        Err(_) | Ok("tail") => Ok(SizeRule::Tail),
-        Ok("small") => Ok(SizeRule::Small),
-        Ok("session8") => Ok(SizeRule::Session8),
-        Ok(x) => Err(format!(
-            "TUNE_I1_SIZE_RULE={x}: expected session8, small or tail"
-        )),
+/// `tune --i1-size-rule`: the trace replay's [`SizeRule`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SizeRuleArg {
+    /// [`SizeRule::Tail`] (default since session 9).
+    Tail,
+    /// [`SizeRule::Small`].
+    Small,
+    /// [`SizeRule::Session8`].
+    Session8,
+}
+
+impl From<SizeRuleArg> for SizeRule {
+    fn from(a: SizeRuleArg) -> SizeRule {
+        match a {
+            SizeRuleArg::Tail => SizeRule::Tail,
+            SizeRuleArg::Small => SizeRule::Small,
+            SizeRuleArg::Session8 => SizeRule::Session8,
+        }
     }
 }
 
@@ -1021,8 +1030,9 @@ pub fn run(
         line_rule,
         call_order,
         chunked_loops,
+        size_rule,
     } = *opt;
-    let size_rule = size_rule_from_env()?;
+    let size_rule = SizeRule::from(size_rule);
     let d: Value = serde_json::from_str(&std::fs::read_to_string(data)?)?;
     let batches: Vec<usize> = d["batches"]
         .as_array()
