@@ -272,6 +272,16 @@ const VECTORS: [usize; 5] = [16, 32, 64, 128, 256];
 const CAL_SUB_BATCHES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 const SUB_BATCHES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
+/// The median of `xs` (the upper one of an even count); NaN when empty. Every mode's
+/// statistic over repeated runs.
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs[xs.len() / 2]
+}
+
 /// The speed factor of each run from its reference runs (`--reference-window`): the median,
 /// over the `window` references centred on the run, of reference / the sitting's median
 /// reference. `window` 1 is the run's own reference; an even window is widened by one.
@@ -731,10 +741,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        let med = |mut xs: Vec<f64>| {
-            xs.sort_by(f64::total_cmp);
-            xs[xs.len() / 2]
-        };
         let summary = |f: &[f64]| -> (f64, f64, f64) {
             let pick = |want: bool| -> Vec<f64> {
                 seq.iter()
@@ -744,8 +750,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .collect()
             };
             let (a, b) = (pick(true), pick(false));
-            let paired = med(b.iter().zip(&a).map(|(b, a)| b / a).collect());
-            (med(a), med(b), paired)
+            let paired = crate::median(b.iter().zip(&a).map(|(b, a)| b / a).collect());
+            (crate::median(a), crate::median(b), paired)
         };
         let raw = summary(&vec![1.0; seq.len()]);
         let norm = cli

@@ -19,6 +19,7 @@
 //!   `Batcher::set_batching` on the running graph; interleaved with it, each window, the
 //!   same graph at fixed "off" and fixed "batch 256".
 
+use crate::median;
 use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, BurstSource};
 use pktvec::graph::builtin::{copy_into_buffers, NullSink};
 use pktvec::graph::{clock, Graph, GraphBuilder, GraphConfig};
@@ -203,14 +204,6 @@ fn robust(g: &mut Graph, packets: u64, vectors: u64, parts: u64) -> Stretch {
     m.secs *= pk as f64 / m.packets.max(1) as f64;
     (m.packets, m.vectors) = (pk, vecs);
     m
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs[xs.len() / 2]
 }
 
 /// The model's node list and paths, by name: nodes with "ip4"/"ip6" in their name are on

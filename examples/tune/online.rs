@@ -11,6 +11,7 @@
 //! * l2fwd: a table change, 4,096 active stations (cache resident) ↔ 1M active stations of
 //!   a 4M-station table (beyond the caches).
 
+use crate::median;
 use pktvec::graph::builtin::NullSink;
 use pktvec::graph::NodeKind;
 use pktvec::graph::{clock, Context, Frame, Graph, GraphBuilder, GraphConfig, NoError, Node};
@@ -201,11 +202,6 @@ fn window(g: &mut Graph, vectors: u64) -> Window {
 fn apply(g: &mut Graph, s: Setting) {
     g.set_vector_size(s.vector).expect("vector size in range");
     g.set_sub_batch(s.sub_batch);
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
 }
 
 /// Options of the online run.

@@ -32,12 +32,11 @@ fn renormalised(r: &Value, window: usize) -> Option<Vec<Value>> {
     let refs: Vec<f64> = runs.iter().map(|x| x[2].as_f64()).collect::<Option<_>>()?;
     let speed = super::speed_factors(&refs, window);
     let min = r["stat"].as_str() == Some("min");
-    let stat = |mut xs: Vec<f64>| {
-        xs.sort_by(f64::total_cmp);
+    let stat = |xs: Vec<f64>| {
         if min {
-            xs[0]
+            xs.into_iter().fold(f64::INFINITY, f64::min)
         } else {
-            xs[xs.len() / 2]
+            super::median(xs)
         }
     };
     let mut grid = r["grid"].as_array()?.clone();
