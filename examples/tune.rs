@@ -185,6 +185,11 @@ struct Cli {
     /// Online: windows per setting in each phase's fixed-setting sweep (medians).
     #[arg(long, default_value_t = 3)]
     sweep_windows: usize,
+    /// Smallest sub-batch the tuner may choose on a table beyond the L2
+    /// (`TunerConfig::beyond_min_sub_batch`; 1: none). With `--replay`, the same for the
+    /// replayed choices.
+    #[arg(long, default_value_t = TunerConfig::default().beyond_min_sub_batch)]
+    beyond_min_sub_batch: usize,
     /// Measure the tuner's top-k predicted settings afresh and keep the best measured
     /// (0: trust the model's single best). On this noisy VM it chased noise (model.md).
     #[arg(long, default_value_t = 0)]
@@ -406,6 +411,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &[SpanRule::PreferSeeds, SpanRule::LeaveOneOut],
             &extra,
             cli.replay_window,
+            cli.beyond_min_sub_batch,
             cli.json,
         )?;
         return emit(&cli, &doc);
@@ -653,6 +659,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             vectors: VECTORS.to_vec(),
             sub_batches: SUB_BATCHES.to_vec(),
             table_fit: Some(table_fit),
+            beyond_min_sub_batch: cli.beyond_min_sub_batch,
             ..TunerConfig::default()
         },
         calib.clone(),
@@ -665,6 +672,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sub_batches: SUB_BATCHES.to_vec(),
             resident_max_sub_batch: usize::MAX,
             resident_stall_share: 0.0,
+            beyond_min_sub_batch: 1,
             ..TunerConfig::default()
         },
         calib.clone(),

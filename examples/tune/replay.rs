@@ -70,14 +70,30 @@ fn renormalised(r: &Value, window: usize) -> Option<Vec<Value>> {
     Some(grid)
 }
 
+/// The pooled quality of a setting: its median relative throughput over the file's
+/// sittings (`pooled`, written by `scripts/model_pool.py`: per case and setting, the median
+/// over sittings of best / measured) over the best setting's. Less biased than one grid's
+/// own best, which is the minimum of noisy measurements. `None` without pooled rows.
+fn pooled_quality(d: &Value, app: &str, table: &str, v: usize, b: usize) -> Option<f64> {
+    let rows = d["pooled"][format!("{app}-{table}")].as_array()?;
+    let rel = |r: &Value| r["median_rel"].as_f64();
+    let best = rows.iter().filter_map(rel).fold(f64::NAN, f64::max);
+    let at = rows.iter().find(|r| {
+        r["vector"].as_u64() == Some(v as u64) && r["sub_batch"].as_u64() == Some(b as u64)
+    })?;
+    Some(rel(at)? / best)
+}
+
 /// Replays every run of `path` under `rules`; returns one JSON row per run and rule.
 /// `window`: re-normalise the runs with this reference window first (runs that stored
-/// their raw runs only; the others keep their stored normalisation).
+/// their raw runs only; the others keep their stored normalisation). `beyond_min`: the
+/// replayed tuner's [`TunerConfig::beyond_min_sub_batch`].
 pub fn run(
     path: &Path,
     rules: &[SpanRule],
     extra: &[(u64, u64)],
     window: Option<usize>,
+    beyond_min: usize,
     json: bool,
 ) -> Result<Value, Box<dyn std::error::Error>> {
     let d: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
@@ -154,6 +170,7 @@ pub fn run(
                         vectors: vec![16, 32, 64, 128, 256],
                         sub_batches: vec![1, 2, 4, 8, 16, 32, 64],
                         table_fit: fit,
+                        beyond_min_sub_batch: beyond_min,
                         ..TunerConfig::default()
                     },
                     c.clone(),
@@ -173,6 +190,13 @@ pub fn run(
                     .filter_map(|g| g["measured"].as_f64())
                     .fold(f64::INFINITY, f64::min);
                 let quality = best / measured_at(choice.vector, choice.sub_batch);
+                let pooled = pooled_quality(
+                    &d,
+                    r["app"].as_str().unwrap_or(""),
+                    r["table"].as_str().unwrap_or(""),
+                    choice.vector,
+                    choice.sub_batch,
+                );
                 let (nm, nw) = errors(&norm);
                 let (rm, rw) = errors(&raw);
                 let spans: Vec<Value> = c
@@ -186,14 +210,14 @@ pub fn run(
                     "window": if regrid.is_some() { json!(window) } else { r["reference"]["window"].clone() },
                     "reference": r["reference"], "median": nm, "worst": nw,
                     "predicted_points": out.len(), "predicted_median": om, "predicted_worst": ow,
-                    "tuner": [choice.vector, choice.sub_batch], "grid_quality": quality,
+                    "tuner": [choice.vector, choice.sub_batch], "grid_quality": quality, "pooled_quality": pooled,
                     "stored_tuner": [r["tuner"]["vector"], r["tuner"]["sub_batch"]], "raw_median": rm, "raw_worst": rw,
                     "stored_median": r["median_abs_error"], "stored_worst": r["worst_abs_error"],
                     "spans": spans,
                 });
                 if !json {
                     println!(
-                        "{tag} {:5} {:5} {:12} window {:4} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  tuner V {} b {} grid quality {:5.1}%  spans {}",
+                        "{tag} {:5} {:5} {:12} window {:4} normalised {:5.1}% / {:5.1}%  raw {:5.1}% / {:5.1}%  (stored {:5.1}% / {:5.1}%)  predicted only {:5.1}% / {:5.1}% ({})  tuner V {} b {} grid quality {:5.1}% pooled {:5.1}%  spans {}",
                         r["app"].as_str().unwrap_or(""),
                         r["table"].as_str().unwrap_or(""),
                         format!("{rule:?}"),
@@ -210,6 +234,7 @@ pub fn run(
                         choice.vector,
                         choice.sub_batch,
                         100.0 * quality,
+                        100.0 * pooled.unwrap_or(f64::NAN),
                         row["spans"]
                     );
                 }

@@ -69,6 +69,14 @@ pub struct TunerConfig {
     /// prefetching sub-batches hurt there).
     #[serde(default = "default_resident_max_sub_batch")]
     pub resident_max_sub_batch: usize,
+    /// Smallest sub-batch the predicted choice may use on a table that is *not* cache
+    /// resident (the mirror of `resident_max_sub_batch`). Seed `000_*` Fig. 6: beyond the
+    /// caches throughput grows with b up to 64 and dips at 128. On this VM the fitted Δsub,
+    /// from four sub-batches in a noisy sitting, sometimes puts b* at 8–16; pooled over 24
+    /// sittings b = 16 gave 92.4% of the best on l3fwd's 7 MiB FIB, b = 32 and 64 ≥ 95.6%
+    /// in every case beyond the L2 (docs/results/model.md, "Tuner quality"). 1: no floor.
+    #[serde(default = "default_beyond_min_sub_batch")]
+    pub beyond_min_sub_batch: usize,
     /// [`Tuner::best_predicted`] takes the largest vector size whose best prediction is
     /// within this share of the overall best: predicted differences smaller than the
     /// model's error are ties, and on a tie the larger vector amortises more. 0: strict.
@@ -133,6 +141,10 @@ fn default_resident_max_sub_batch() -> usize {
     8
 }
 
+fn default_beyond_min_sub_batch() -> usize {
+    32
+}
+
 fn default_profile_windows() -> usize {
     4
 }
@@ -168,6 +180,7 @@ impl Default for TunerConfig {
             table_fit: None,
             resident_stall_share: default_resident_stall_share(),
             resident_max_sub_batch: default_resident_max_sub_batch(),
+            beyond_min_sub_batch: default_beyond_min_sub_batch(),
             vector_tie: default_vector_tie(),
             sub_batch_tie: default_vector_tie(),
             cache_term: false,
@@ -289,10 +302,12 @@ impl Tuner {
         }
     }
 
-    /// Settings the predicted choice may take: b ≤ V, and b ≤ `resident_max_sub_batch`
-    /// on a cache-resident table.
+    /// Settings the predicted choice may take: b ≤ V; b ≤ `resident_max_sub_batch` on a
+    /// cache-resident table, otherwise b ≥ `beyond_min_sub_batch` (lowered to the largest
+    /// allowed sub-batch ≤ V when none reaches it, so every vector size keeps a setting).
     fn candidates(&self) -> Vec<Setting> {
-        let cap = if self.cache_resident() {
+        let resident = self.cache_resident();
+        let cap = if resident {
             self.cfg.resident_max_sub_batch.max(1)
         } else {
             usize::MAX
@@ -300,8 +315,14 @@ impl Tuner {
         let mut all = Vec::new();
         // Largest vectors first: on a tie the larger vector amortises more.
         for &v in self.cfg.vectors.iter().rev() {
+            let floor = if resident {
+                1
+            } else {
+                let fits = self.cfg.sub_batches.iter().copied().filter(|&b| b <= v);
+                self.cfg.beyond_min_sub_batch.min(fits.max().unwrap_or(1))
+            };
             for &b in &self.cfg.sub_batches {
-                if b <= v && b <= cap {
+                if b <= v && b <= cap && b >= floor {
                     all.push(Setting {
                         vector: v,
                         sub_batch: b,
@@ -1040,6 +1061,41 @@ mod tests {
     }
 
     #[test]
+    fn beyond_the_l2_the_sub_batch_has_a_floor() {
+        // Beyond the L2 with a fitted Δsub that puts the model's minimum at b = 3–4
+        // (√(10/1) ≈ 3.2): the floor lifts the choice to b ≥ 32.
+        let c = calib_table(10.0, 1.0);
+        let cfg = |fit, floor| TunerConfig {
+            table_fit: Some(fit),
+            beyond_min_sub_batch: floor,
+            ..TunerConfig::default()
+        };
+        let free = Tuner::new(cfg(CacheFit::Llc, 1), c.clone()).setting();
+        assert!(free.sub_batch <= 8, "{free:?}");
+        for fit in [CacheFit::Llc, CacheFit::Memory] {
+            let t = Tuner::new(cfg(fit, 32), c.clone());
+            assert!(t.setting().sub_batch >= 32, "{:?}", t.setting());
+            assert!(t.top_predicted(50).iter().all(|s| s.sub_batch >= 32));
+        }
+        // The floor does not apply to a resident table (there the cap does).
+        let t = Tuner::new(cfg(CacheFit::L2, 32), c.clone());
+        assert!(t.setting().sub_batch <= 8);
+        // A vector smaller than the floor keeps its largest sub-batch (b = V).
+        let small = TunerConfig {
+            vectors: vec![16],
+            ..cfg(CacheFit::Memory, 32)
+        };
+        let t = Tuner::new(small, c);
+        assert_eq!(
+            t.setting(),
+            Setting {
+                vector: 16,
+                sub_batch: 16
+            }
+        );
+    }
+
+    #[test]
     fn near_best_sub_batches_go_to_the_larger_beyond_the_caches() {
         // A table in the LLC: b* = √(40/0.15) ≈ 16 by the model, b = 32 within 1%.
         let c = calib_table(40.0, 0.15);
@@ -1049,6 +1105,7 @@ mod tests {
         };
         let strict = TunerConfig {
             sub_batch_tie: 0.0,
+            beyond_min_sub_batch: 1,
             ..cfg.clone()
         };
         let s = Tuner::new(strict, c.clone()).setting();
