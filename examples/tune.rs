@@ -238,6 +238,11 @@ struct Cli {
     /// (session 9; the JSON's `recheck.raw` keeps the raw medians). 0: skip.
     #[arg(long, default_value_t = 7)]
     recheck: usize,
+    /// The judge's own noise: also re-measure the grid's best against itself, as the fair
+    /// recheck does (`--recheck` rounds, normalised likewise); the JSON's `recheck_self`
+    /// holds the ratio, which a noiseless machine would read as 1.
+    #[arg(long)]
+    recheck_self: bool,
     /// Online: relative drift of measured vs predicted cycles that starts an exploration.
     #[arg(long, default_value_t = 0.25)]
     drift: f64,
@@ -341,6 +346,46 @@ fn measure(g: &mut Graph, v: usize, b: usize, n: u64) -> Vec<(String, f64)> {
         .collect();
     chunks.sort_by(|a, b| a.0.total_cmp(&b.0));
     chunks.swap_remove(chunks.len() / 2).1
+}
+
+/// Settings measured again, interleaved: `rounds` rounds, each measuring every setting
+/// once, the order rotated by one each round (A B C, B C A, ...); with `reference` each run
+/// is followed by a reference run ([`REFERENCE`], a quarter of the packets). Returns per
+/// setting its total cycles per packet of each round, raw and normalised by
+/// [`speed_factors`] over this sequence's own references (`window`); the normalised are
+/// `None` without references. Used by `--confirm` and by the fair recheck.
+fn remeasure(
+    g: &mut Graph,
+    settings: &[(usize, usize)],
+    rounds: usize,
+    packets: u64,
+    reference: bool,
+    window: usize,
+) -> (Vec<Vec<f64>>, Option<Vec<Vec<f64>>>) {
+    let total = |r: Vec<(String, f64)>| r.iter().map(|x| x.1).sum::<f64>();
+    let k = settings.len();
+    let mut seq: Vec<(usize, f64)> = Vec::new();
+    let mut refs: Vec<f64> = Vec::new();
+    for round in 0..rounds {
+        for j in 0..k {
+            let i = (j + round) % k;
+            let (v, b) = settings[i];
+            seq.push((i, total(measure(g, v, b, packets))));
+            if reference {
+                refs.push(total(measure(g, REFERENCE.0, REFERENCE.1, packets / 4)));
+            }
+        }
+    }
+    let split = |f: &[f64]| -> Vec<Vec<f64>> {
+        let mut out = vec![Vec::new(); k];
+        for ((i, c), f) in seq.iter().zip(f) {
+            out[*i].push(c / f);
+        }
+        out
+    };
+    let raw = split(&vec![1.0; seq.len()]);
+    let norm = reference.then(|| split(&speed_factors(&refs, window)));
+    (raw, norm)
 }
 
 /// Packets and vectors the graph's input nodes produced, from a runtime table: every
@@ -678,24 +723,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         calib.clone(),
     )
     .setting();
-    // Confirmation: the top-k predicted settings measured afresh (reps interleaved,
-    // medians), the best measured kept. These runs are separate from the grid's, which
+    // Confirmation: the top-k predicted settings measured afresh (`reps` interleaved
+    // rounds, each run paired with a reference run and normalised as the grid's are),
+    // medians, the best measured kept. These runs are separate from the grid's, which
     // judges the choice below.
     let mut confirmed = Vec::new();
     if cli.confirm > 0 {
         let top = tuner.top_predicted(cli.confirm);
-        let mut m: Vec<Vec<f64>> = vec![Vec::new(); top.len()];
-        for _ in 0..cli.reps {
-            for (i, s) in top.iter().enumerate() {
-                let r = measure(&mut g, s.vector, s.sub_batch, cli.packets);
-                m[i].push(r.iter().map(|x| x.1).sum());
-            }
-        }
-        for (s, mut xs) in top.into_iter().zip(m) {
-            xs.sort_by(f64::total_cmp);
+        let sets: Vec<(usize, usize)> = top.iter().map(|s| (s.vector, s.sub_batch)).collect();
+        let (raw, norm) = remeasure(
+            &mut g,
+            &sets,
+            cli.reps,
+            cli.packets,
+            cli.reference,
+            cli.reference_window,
+        );
+        for (s, xs) in top.into_iter().zip(norm.unwrap_or(raw)) {
             let x = match cli.stat {
-                Stat::Median => xs[xs.len() / 2],
-                Stat::Min => xs[0],
+                Stat::Median => crate::median(xs),
+                Stat::Min => xs.into_iter().fold(f64::INFINITY, f64::min),
             };
             confirmed.push((s, x));
         }
@@ -730,43 +777,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // sequence; the sitting's typical speed cancels in the ratio); the raw medians are kept.
     let mut recheck: Option<Recheck> = None;
     if cli.recheck > 0 && (tv, tb) != (best.0, best.1) {
-        let total = |r: Vec<(String, f64)>| r.iter().map(|x| x.1).sum::<f64>();
-        // (is the tuner's setting, cycles per packet), in measurement order.
-        let mut seq: Vec<(bool, f64)> = Vec::new();
-        let mut rc_refs: Vec<f64> = Vec::new();
-        for i in 0..cli.recheck {
-            let pair = if i % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            };
-            for is_tuner in pair {
-                let (v, b) = if is_tuner { (tv, tb) } else { (best.0, best.1) };
-                seq.push((is_tuner, total(measure(&mut g, v, b, cli.packets))));
-                if cli.reference {
-                    let r = measure(&mut g, REFERENCE.0, REFERENCE.1, cli.packets / 4);
-                    rc_refs.push(total(r));
-                }
-            }
-        }
-        let summary = |f: &[f64]| -> (f64, f64, f64) {
-            let pick = |want: bool| -> Vec<f64> {
-                seq.iter()
-                    .zip(f)
-                    .filter(|((t, _), _)| *t == want)
-                    .map(|((_, c), f)| c / f)
-                    .collect()
-            };
-            let (a, b) = (pick(true), pick(false));
-            let paired = crate::median(b.iter().zip(&a).map(|(b, a)| b / a).collect());
-            (crate::median(a), crate::median(b), paired)
+        let (raw, norm) = remeasure(
+            &mut g,
+            &[(tv, tb), (best.0, best.1)],
+            cli.recheck,
+            cli.packets,
+            cli.reference,
+            cli.reference_window,
+        );
+        // (median tuner, median best, median of the paired best / tuner ratios).
+        let summary = |x: Vec<Vec<f64>>| -> (f64, f64, f64) {
+            let paired = crate::median(x[1].iter().zip(&x[0]).map(|(b, a)| b / a).collect());
+            (
+                crate::median(x[0].clone()),
+                crate::median(x[1].clone()),
+                paired,
+            )
         };
-        let raw = summary(&vec![1.0; seq.len()]);
-        let norm = cli
-            .reference
-            .then(|| summary(&speed_factors(&rc_refs, cli.reference_window)));
+        let raw = summary(raw);
+        let norm = norm.map(summary);
         recheck = Some(Recheck { raw, norm });
     }
+    // The same re-measurement of the grid's best against itself (`--recheck-self`).
+    let recheck_self = (cli.recheck_self && cli.recheck > 0).then(|| {
+        let (raw, norm) = remeasure(
+            &mut g,
+            &[(best.0, best.1), (best.0, best.1)],
+            cli.recheck,
+            cli.packets,
+            cli.reference,
+            cli.reference_window,
+        );
+        let x = norm.unwrap_or(raw);
+        crate::median(x[1].clone()) / crate::median(x[0].clone())
+    });
     // Fair quality: 1 when the tuner chose the grid's best; else the re-measured ratio.
     let fair_quality = match &recheck {
         Some(r) => {
@@ -809,6 +853,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "normalised": r.norm.is_some(), "raw": {"tuner": r.raw.0, "best": r.raw.1, "paired_ratio": r.raw.2, "quality": r.raw.1 / r.raw.0}})
                 }),
                 "fair_quality": fair_quality,
+                "recheck_self": recheck_self,
                 "confirmed": confirmed.iter().map(|(s, c)| serde_json::json!({"vector": s.vector, "sub_batch": s.sub_batch, "measured": c})).collect::<Vec<_>>(),
             })
         );

@@ -440,6 +440,45 @@ impl Tuner {
         all.into_iter().take(k).map(|(_, s)| s).collect()
     }
 
+    /// The current setting and the `k − 1` allowed sub-batches nearest to it in the list
+    /// [`TunerConfig::sub_batches`] at the same vector size (the smaller first on equal
+    /// distance): what a caller that can afford a few measurements confirms
+    /// ([`confirm`](Self::confirm)). Predicted differences between neighbouring sub-batches
+    /// are often smaller than the model's error (docs/results/model.md: b = 32 and 64
+    /// within 3% on l3fwd's 7 MiB FIB, in either order between sittings); the vector size
+    /// is left to the model, whose Δshared/B is fitted well.
+    ///
+    /// ```
+    /// use pktvec_model::batching::{Compute, Node, Stall};
+    /// use pktvec_model::calibrate::Calibration;
+    /// use pktvec_model::tuner::{CacheFit, Setting, Tuner, TunerConfig};
+    /// let node = Node { compute: Compute { delta_shared: 2000.0, delta_necessary: 20.0, delta_cache: 0.0 },
+    ///                   stall: Stall { delta_fetch: 50.0, delta_hide: 45.0, delta_sub: 0.0, hide_span: 0.0 } };
+    /// let cfg = TunerConfig { table_fit: Some(CacheFit::Memory), ..TunerConfig::default() };
+    /// let t = Tuner::new(cfg, Calibration { nodes: vec![("lookup".into(), node)] });
+    /// // Beyond the L2 nothing below the floor (32): the choice, b = 128, and b = 64.
+    /// let set = |b| Setting { vector: 256, sub_batch: b };
+    /// assert_eq!(t.setting(), set(128));
+    /// assert_eq!(t.sub_batch_neighbours(3), vec![set(128), set(64), set(32)]);
+    /// ```
+    pub fn sub_batch_neighbours(&self, k: usize) -> Vec<Setting> {
+        let cur = self.current;
+        let pos = |b: usize| self.cfg.sub_batches.iter().position(|&x| x == b);
+        let at = pos(cur.sub_batch).unwrap_or(0) as isize;
+        let mut near: Vec<(usize, Setting)> = self
+            .candidates()
+            .into_iter()
+            .filter(|s| s.vector == cur.vector)
+            .filter_map(|s| Some(((pos(s.sub_batch)? as isize - at).unsigned_abs(), s)))
+            .collect();
+        // Stable: equal distances keep the list's (ascending) order, the smaller first.
+        near.sort_by_key(|n| n.0);
+        let mut out = vec![cur];
+        out.extend(near.into_iter().map(|n| n.1).filter(|&s| s != cur));
+        out.truncate(k.max(1));
+        out
+    }
+
     /// Adopts the best of measured `(setting, cycles per packet)` pairs (e.g. the
     /// [`top_predicted`](Self::top_predicted) settings, each measured) and rescales the
     /// model to it; returns it. Ignores an empty list.
