@@ -190,9 +190,12 @@ struct Cli {
     /// replayed choices.
     #[arg(long, default_value_t = TunerConfig::default().beyond_min_sub_batch)]
     beyond_min_sub_batch: usize,
-    /// Measure the tuner's top-k predicted settings afresh and keep the best measured
-    /// (0: trust the model's single best). On this noisy VM it chased noise (model.md).
-    #[arg(long, default_value_t = 0)]
+    /// Confirm the model's choice by measurement: the choice and its k − 1 nearest allowed
+    /// sub-batches at the same vector size (`Tuner::sub_batch_neighbours`) measured afresh,
+    /// `reps` interleaved rounds normalised like the grid, the best kept (0: trust the
+    /// model's single best). Until session 10 this measured the top-k predicted settings,
+    /// raw, and chased noise (model.md).
+    #[arg(long, default_value_t = 3)]
     confirm: usize,
     /// Statistic over the `reps` measurements of a setting: the median, or the minimum
     /// (other tenants' interference only adds cycles, so the minimum is the run least
@@ -723,13 +726,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         calib.clone(),
     )
     .setting();
-    // Confirmation: the top-k predicted settings measured afresh (`reps` interleaved
+    // Confirmation: the choice and its sub-batch neighbours measured afresh (`reps` interleaved
     // rounds, each run paired with a reference run and normalised as the grid's are),
     // medians, the best measured kept. These runs are separate from the grid's, which
     // judges the choice below.
     let mut confirmed = Vec::new();
     if cli.confirm > 0 {
-        let top = tuner.top_predicted(cli.confirm);
+        let top = tuner.sub_batch_neighbours(cli.confirm);
         let sets: Vec<(usize, usize)> = top.iter().map(|s| (s.vector, s.sub_batch)).collect();
         let (raw, norm) = remeasure(
             &mut g,
