@@ -8,6 +8,9 @@
 L1i size and batcher state (docs/results/model-cache-*.svg).
 --online: throughput per tuner window across the traffic changes, with each phase's best
 fixed setting and the initially chosen setting kept fixed (docs/results/model-online-<app>.svg).
+--sittings: a pooled sitting file (scripts/model_pool.py): predicted vs measured cycles per
+packet of every grid point, and per case the fair tuner quality next to the grid's best
+re-measured against itself (`--recheck-self`) (docs/results/<file>-cycles.svg).
 """
 import argparse, json, math, os
 
@@ -125,11 +128,78 @@ def online_plot(doc, out):
     open(out, 'w').write('\n'.join(o))
 
 
+CASES = ['l3fwd-small', 'l3fwd-large', 'l2fwd-small', 'l2fwd-large']
+
+
+def sittings_plot(doc, out):
+    runs = [(c, r) for s in doc['sittings'] for c, r in zip(CASES, s['runs'])]
+    W, H, T, B = 1000, 460, 40, 60
+    o = svg_open(W, H, f"{len(doc['sittings'])} sittings: predicted vs measured cycles/packet (left), "
+                       f"fair tuner quality vs the judge against itself (right)")
+    # Left panel: log-log scatter, y = x and ±30%.
+    L1, R1 = 70, 470
+    pts = [(c, g['predicted'], g['measured']) for c, r in runs for g in r['grid']]
+    lo = min(min(p[1], p[2]) for p in pts) * 0.9
+    hi = max(max(p[1], p[2]) for p in pts) * 1.1
+    tx = lambda v: L1 + (R1 - L1) * math.log(v / lo) / math.log(hi / lo)
+    ty = lambda v: H - B - (H - B - T) * math.log(v / lo) / math.log(hi / lo)
+    o.append(f'<rect x="{L1}" y="{T}" width="{R1-L1}" height="{H-B-T}" fill="none" stroke="black"/>')
+    for k in (1.0, 1.3, 1 / 1.3):
+        dash = '' if k == 1.0 else ' stroke-dasharray="4,3"'
+        x0, x1 = lo, hi
+        # Clip the line y = k·x to the box.
+        a0, a1 = max(x0, lo / k), min(x1, hi / k)
+        o.append(f'<line x1="{tx(a0):.1f}" y1="{ty(a0*k):.1f}" x2="{tx(a1):.1f}" y2="{ty(a1*k):.1f}" stroke="#999"{dash}/>')
+    v = 50
+    while v < hi:
+        if v > lo:
+            o.append(f'<text x="{tx(v):.1f}" y="{H-B+14}" text-anchor="middle" font-size="10">{v}</text>')
+            o.append(f'<text x="{L1-4}" y="{ty(v)+4:.1f}" text-anchor="end" font-size="10">{v}</text>')
+        v *= 2
+    for c, p, m in pts:
+        col = COLORS[CASES.index(c)]
+        o.append(f'<circle cx="{tx(m):.1f}" cy="{ty(p):.1f}" r="1.6" fill="{col}" fill-opacity="0.5"/>')
+    for i, c in enumerate(CASES):
+        o.append(f'<circle cx="{L1+12}" cy="{T+14+16*i}" r="4" fill="{COLORS[i]}"/><text x="{L1+22}" y="{T+18+16*i}" font-size="11">{c}</text>')
+    o.append(f'<text x="{(L1+R1)/2}" y="{H-B+32}" text-anchor="middle">measured (normalised median), cycles/packet</text>')
+    o.append(f'<text x="16" y="{(H-B+T)/2}" transform="rotate(-90 16 {(H-B+T)/2})" text-anchor="middle">predicted, cycles/packet (dashed: ±30%)</text>')
+    # Right panel: per case, fair quality (dots) and the self ratio (crosses).
+    L2, R2 = 560, 980
+    qs = [r['fair_quality'] for _, r in runs] + [r.get('recheck_self') or 1.0 for _, r in runs]
+    qlo, qhi = min(min(qs) - 0.02, 0.85), max(max(qs) + 0.02, 1.15)
+    qy = lambda q: H - B - (H - B - T) * (q - qlo) / (qhi - qlo)
+    o.append(f'<rect x="{L2}" y="{T}" width="{R2-L2}" height="{H-B-T}" fill="none" stroke="black"/>')
+    for q in (0.9, 0.95, 1.0, 1.05, 1.1):
+        if qlo < q < qhi:
+            dash = ' stroke-dasharray="4,3"' if q == 0.95 else ''
+            col = '#c33' if q == 0.95 else '#ddd'
+            o.append(f'<line x1="{L2}" y1="{qy(q):.1f}" x2="{R2}" y2="{qy(q):.1f}" stroke="{col}"{dash}/>')
+            o.append(f'<text x="{L2-4}" y="{qy(q)+4:.1f}" text-anchor="end" font-size="10">{100*q:.0f}%</text>')
+    cw = (R2 - L2) / len(CASES)
+    for i, c in enumerate(CASES):
+        x = L2 + cw * (i + 0.5)
+        o.append(f'<text x="{x:.1f}" y="{H-B+14}" text-anchor="middle" font-size="11">{c}</text>')
+        mine = [r for cc, r in runs if cc == c]
+        for j, r in enumerate(mine):
+            dx = (j - len(mine) / 2) * 2.2
+            o.append(f'<circle cx="{x-18+dx:.1f}" cy="{qy(r["fair_quality"]):.1f}" r="2.2" fill="{COLORS[i]}"/>')
+            if r.get('recheck_self'):
+                yy = qy(r['recheck_self'])
+                xx = x + 18 + dx
+                o.append(f'<path d="M{xx-2:.1f},{yy-2:.1f}L{xx+2:.1f},{yy+2:.1f}M{xx-2:.1f},{yy+2:.1f}L{xx+2:.1f},{yy-2:.1f}" stroke="#333"/>')
+    o.append(f'<text x="{(L2+R2)/2}" y="{H-B+32}" text-anchor="middle">dots: fair quality (best / tuner, re-measured); ×: best / itself</text>')
+    o.append('</svg>')
+    open(out, 'w').write('\n'.join(o))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--cache')
     ap.add_argument('--online', action='append', default=[])
+    ap.add_argument('--sittings')
     a = ap.parse_args()
+    if a.sittings:
+        sittings_plot(json.load(open(a.sittings)), a.sittings[:-len('.json')] + '-cycles.svg')
     if a.cache:
         cache_plot(json.load(open(a.cache)), os.path.join(os.path.dirname(a.cache), 'model-cache'))
     for f in a.online:
