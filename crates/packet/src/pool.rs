@@ -396,6 +396,22 @@ impl BufferPool {
         self.backend.is_some()
     }
 
+    /// The address of buffer 0 over external memory (`None` when the pool owns its
+    /// buffers): with [`capacity`](Self::capacity) it identifies the region, so that a node
+    /// that maps buffer indices to a driver's objects (DPDK's rx and tx nodes) can check
+    /// that the graph's pool is the one over those objects.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let pool = BufferPool::new(PoolConfig::default())?;
+    /// assert_eq!(pool.external_base(), None);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    pub fn external_base(&self) -> Option<usize> {
+        self.is_external()
+            .then_some(self.region.base.as_ptr() as usize)
+    }
+
     /// Takes buffer `bi`, allocated outside the pool (by a NIC driver from the backend),
     /// into use: its metadata is reset (packet at the default headroom, empty) for the
     /// caller to fill in. Returns false, counting it in [`bad_adopts`](Self::bad_adopts),

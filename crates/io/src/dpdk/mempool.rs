@@ -30,6 +30,14 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
+    /// Whether `pool` is the graph pool over these mbufs ([`Mempool::buffer_pool`]): the
+    /// same first buffer and count. Rx and tx map indices to mbufs by this layout, so a
+    /// graph built over another pool would hand the driver mbufs it does not own.
+    pub(crate) fn is_pool_of(&self, pool: &BufferPool) -> bool {
+        pool.external_base() == Some(self.mbuf0 + self.buf_off)
+            && pool.capacity() == self.count as usize
+    }
+
     fn new(mbuf0: usize, stride: usize, count: u32, buf_off: usize, buf_len: u16) -> Self {
         let shift = stride.trailing_zeros();
         let odd = (stride >> shift) as u64;

@@ -78,6 +78,22 @@ pub struct DpdkRx {
     multiseg_dropped: u64,
 }
 
+/// Stops with a clear message when a graph's buffer pool is not the pool over the port's
+/// mempool: the nodes map buffer indices to mbufs by the mempool's layout, so any other
+/// pool would hand the driver mbufs it does not own. A configuration error, found on the
+/// node's first call, before any mbuf is touched.
+#[cold]
+#[inline(never)]
+fn wrong_pool(node: &str, port: &Port) -> ! {
+    panic!(
+        "{node} on port {} ({}): the graph's buffer pool is not the pool over this port's \
+         mempool; build the graph with `Mempool::buffer_pool()` of the mempool given to \
+         `Port::start`",
+        port.id(),
+        port.name()
+    )
+}
+
 impl DpdkRx {
     /// Polls queue `queue` of `port`; packets record the port id as their rx interface.
     pub fn new(port: &Arc<Port>, queue: u16) -> Self {
@@ -238,6 +254,9 @@ impl DpdkRx {
     /// # Ok(()) }
     /// ```
     pub fn rx_into(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize {
+        if !self.layout.is_pool_of(pool) {
+            wrong_pool("DpdkRx", &self.port);
+        }
         let want = self.want(max);
         if want == 0 {
             return 0;
@@ -285,6 +304,9 @@ impl Node for DpdkRx {
     const KIND: NodeKind = NodeKind::Input;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        if !self.layout.is_pool_of(cx.pool()) {
+            wrong_pool("DpdkRx", &self.port);
+        }
         let want = self.want(cx.vector_size().min(frame.room()));
         if want == 0 {
             return;
@@ -390,9 +412,21 @@ impl DpdkTx {
     /// Transmits a packet with `tx_if == i` on `queues[i]`.
     ///
     /// # Panics
-    /// If `queues` is empty.
+    /// If `queues` is empty or its ports were started over different mempools (one
+    /// graph, one buffer pool: its mbufs are one mempool's).
     pub fn by_interface(queues: &[(Arc<Port>, u16)]) -> Self {
         assert!(!queues.is_empty(), "DpdkTx needs at least one port");
+        let mp = |p: &Port| p.mempool.name().to_owned();
+        if let Some((p, _)) = queues.iter().find(|(p, _)| mp(p) != mp(&queues[0].0)) {
+            panic!(
+                "DpdkTx: port {} uses mempool {}, port {} mempool {}: one graph sends from \
+                 one mempool",
+                queues[0].0.id(),
+                mp(&queues[0].0),
+                p.id(),
+                mp(p)
+            );
+        }
         DpdkTx {
             layout: queues[0].0.mempool.inner.layout,
             queues: queues
@@ -506,6 +540,9 @@ impl Node for DpdkTx {
     const KIND: NodeKind = NodeKind::Sink;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        if !self.layout.is_pool_of(cx.pool()) {
+            wrong_pool("DpdkTx", &self.queues[0].port);
+        }
         if self.queues.len() == 1 {
             self.send(cx, 0, frame.buffers());
             frame.clear();
