@@ -927,7 +927,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         if !confirmed.is_empty() {
             println!(
-                "model alone: V {}, b {}: {:.1} cycles/packet, quality {:.1}%; confirmed among the top {}: {:?}",
+                "model alone: V {}, b {}: {:.1} cycles/packet, quality {:.1}%; confirmed by measuring {} settings (the choice and its sub-batch neighbours): {:?}",
                 model_choice.vector,
                 model_choice.sub_batch,
                 model_row.3,

@@ -9,7 +9,11 @@
 //! ([`Tuner::cache_resident`]: the probe says the table fits the private L2, or, size
 //! unknown, the calibration's hideable stall is a small share of the cost), the
 //! predicted choice is restricted to sub-batches of at most
-//! [`TunerConfig::resident_max_sub_batch`].
+//! [`TunerConfig::resident_max_sub_batch`]. Its mirror: on a table that is not resident
+//! the choice takes no sub-batch below [`TunerConfig::beyond_min_sub_batch`].
+//! Neighbouring sub-batches often differ by less than the model's error; a caller that can
+//! measure confirms the choice among them ([`Tuner::sub_batch_neighbours`],
+//! [`Tuner::confirm`]).
 //!
 //! The path batcher's setting (off or a batch size) is the third dimension:
 //! [`BatchTuner`], from the PPB model ([`crate::ppb::BatchedGraph`]), for the vector size
