@@ -416,15 +416,18 @@ impl DpdkTx {
     /// graph, one buffer pool: its mbufs are one mempool's).
     pub fn by_interface(queues: &[(Arc<Port>, u16)]) -> Self {
         assert!(!queues.is_empty(), "DpdkTx needs at least one port");
-        let mp = |p: &Port| p.mempool.name().to_owned();
-        if let Some((p, _)) = queues.iter().find(|(p, _)| mp(p) != mp(&queues[0].0)) {
+        let first = &queues[0].0.mempool;
+        if let Some((p, _)) = queues
+            .iter()
+            .find(|(p, _)| !Arc::ptr_eq(&p.mempool.inner, &first.inner))
+        {
             panic!(
                 "DpdkTx: port {} uses mempool {}, port {} mempool {}: one graph sends from \
                  one mempool",
                 queues[0].0.id(),
-                mp(&queues[0].0),
+                first.name(),
                 p.id(),
-                mp(p)
+                p.mempool.name()
             );
         }
         DpdkTx {
