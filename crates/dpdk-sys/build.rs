@@ -26,6 +26,10 @@ fn main() {
         Ok(lib) => lib,
         Err(e) => panic!("{MISSING_DPDK}\n(pkg-config said: {e})"),
     };
+    // The shim's ring port calls `rte_eth_from_rings` of the net_ring driver, a plugin that
+    // the libdpdk.pc link line leaves out (Debian's librte_net_ring.so points at the very
+    // file EAL loads as a plugin, so it is one copy either way).
+    println!("cargo:rustc-link-lib=rte_net_ring");
     let version = lib.version.clone();
     println!("cargo:version={version}");
 

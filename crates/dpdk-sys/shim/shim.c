@@ -4,6 +4,10 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ethdev.h>
+#include <rte_ring.h>
+#include <rte_eth_ring.h>
+#include <string.h>
+#include <errno.h>
 #include <stddef.h>
 #include "shim.h"
 
@@ -91,4 +95,31 @@ unsigned int pktvec_rte_mempool_obj_addrs(struct rte_mempool *mp, uintptr_t *out
 void pktvec_rte_pktmbuf_init_all(struct rte_mempool *mp)
 {
 	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+}
+
+/* The ring named `name`, created with `size` slots if it does not exist yet. */
+static struct rte_ring *ring_by_name(const char *name, unsigned int size)
+{
+	struct rte_ring *r = rte_ring_lookup(name);
+	if (r == NULL)
+		r = rte_ring_create(name, size, (int)rte_socket_id(), 0);
+	return r;
+}
+
+int pktvec_ring_port(const char *name, const char *rx_ring, const char *tx_ring,
+                     unsigned int size)
+{
+	struct rte_ring *rx, *tx;
+	int port;
+
+	if (strlen(rx_ring) >= RTE_RING_NAMESIZE || strlen(tx_ring) >= RTE_RING_NAMESIZE)
+		return -ENAMETOOLONG;
+	rx = ring_by_name(rx_ring, size);
+	if (rx == NULL)
+		return -rte_errno;
+	tx = ring_by_name(tx_ring, size);
+	if (tx == NULL)
+		return -rte_errno;
+	port = rte_eth_from_rings(name, &rx, 1, &tx, 1, rte_socket_id());
+	return port < 0 ? -rte_errno : port;
 }

@@ -681,3 +681,11 @@ extern "C" {
 extern "C" {
     pub fn pktvec_rte_mbuf_size() -> ::std::os::raw::c_uint;
 }
+extern "C" {
+    pub fn pktvec_ring_port(
+        name: *const ::std::os::raw::c_char,
+        rx_ring: *const ::std::os::raw::c_char,
+        tx_ring: *const ::std::os::raw::c_char,
+        size: ::std::os::raw::c_uint,
+    ) -> ::std::os::raw::c_int;
+}

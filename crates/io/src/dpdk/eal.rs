@@ -101,6 +101,47 @@ impl Eal {
         self.port_by_name(name)
     }
 
+    /// Creates an ethdev port over two named rings and returns its id: the port receives
+    /// what is enqueued on `rx_ring` and transmits into `tx_ring`. A ring that does not
+    /// exist yet is created with `size` slots (a power of two), multi-producer and
+    /// multi-consumer, so ports can share rings: two ports with swapped names are a
+    /// back-to-back pair, several ports transmitting into one ring merge their traffic.
+    /// This is net_ring's `rte_eth_from_rings`; unlike a `--vdev=net_ring0` port, which only
+    /// loops back to itself, it lets ports with different mempools exchange mbufs within
+    /// one process. Rings live until the process exits (closing the port leaves them).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let eal = pktvec_io::dpdk::Eal::init("--no-huge -m 256 --no-pci --in-memory")?;
+    /// // What "left" transmits, "right" receives, and the other way round.
+    /// let left = eal.ring_port("left", "to-left", "to-right", 1024)?;
+    /// let right = eal.ring_port("right", "to-right", "to-left", 1024)?;
+    /// assert_eq!(eal.port_by_name("right")?, right);
+    /// # let _ = left; Ok(()) }
+    /// ```
+    pub fn ring_port(
+        &self,
+        name: &str,
+        rx_ring: &str,
+        tx_ring: &str,
+        size: u32,
+    ) -> Result<u16, DpdkError> {
+        let what = || format!("ring port {name:?} (rx ring {rx_ring:?}, tx ring {tx_ring:?})");
+        let c = |s: &str| CString::new(s).map_err(|_| DpdkError::BadArguments(what()));
+        let (n, rx, tx) = (c(name)?, c(rx_ring)?, c(tx_ring)?);
+        // SAFETY: the three names are valid NUL-terminated strings for the duration of the
+        // call; the shim only reads them.
+        let rc = unsafe { sys::pktvec_ring_port(n.as_ptr(), rx.as_ptr(), tx.as_ptr(), size) };
+        if rc < 0 {
+            return Err(DpdkError::Port {
+                port: u16::MAX,
+                call: "rte_eth_from_rings",
+                text: format!("{} ({}, {size} slots)", super::strerror(rc), what()),
+            });
+        }
+        Ok(rc as u16)
+    }
+
     /// The port id of a device name (`"net_pcap0"`).
     pub fn port_by_name(&self, name: &str) -> Result<u16, DpdkError> {
         let c = CString::new(name).map_err(|_| DpdkError::NoSuchPort(name.to_owned()))?;
