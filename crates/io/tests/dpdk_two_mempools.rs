@@ -207,3 +207,24 @@ fn mbufs_of_another_mempool_go_back_to_it_and_are_counted() {
     assert_eq!(mp_a.available(), mp_a.capacity());
     assert_eq!(mp_b.available(), mp_b.capacity());
 }
+
+#[test]
+fn one_buffer_pool_per_mempool_at_a_time() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let eal = &eal();
+    let mp = &Mempool::new(eal, 256, 2048).unwrap();
+    let mut pool = mp.buffer_pool().unwrap();
+    let mut held = vec![0u32; 10];
+    assert_eq!(pool.alloc_bulk(&mut held), 10);
+    // A second pool over the same mbufs could reach the ten buffers the first holds.
+    let e = mp.buffer_pool().unwrap_err();
+    assert!(matches!(e, pktvec_io::dpdk::DpdkError::PoolTaken(_)), "{e}");
+    assert!(e.to_string().contains("one per mempool"), "{e}");
+    pool.free_bulk(&held);
+    drop(pool);
+    // Gone (its cache handed back): the next one may be built, over every mbuf.
+    assert_eq!(mp.available(), mp.capacity());
+    let pool = mp.buffer_pool().unwrap();
+    drop(pool);
+    assert_eq!(mp.available(), mp.capacity());
+}

@@ -5,7 +5,7 @@ use pktvec_dpdk_sys as sys;
 use pktvec_packet::pool::{BufferBackend, BufferPool, ExternalRegion};
 use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Where mbuf `i` of a pool is: all objects at one fixed stride, so index ↔ mbuf is
@@ -227,6 +227,8 @@ pub(crate) struct MempoolInner {
     pub(crate) mp: NonNull<sys::rte_mempool>,
     pub(crate) layout: Layout,
     name: String,
+    /// Whether a [`BufferPool`] over these mbufs exists (at most one at a time).
+    pool_taken: AtomicBool,
 }
 
 // SAFETY: a DPDK mempool created with the default "ring_mp_mc" ops is safe to use from
@@ -440,7 +442,12 @@ impl Mempool {
             match layout_of(mp, mbufs) {
                 Ok(layout) => {
                     return Ok(Mempool {
-                        inner: Arc::new(MempoolInner { mp, layout, name }),
+                        inner: Arc::new(MempoolInner {
+                            mp,
+                            layout,
+                            name,
+                            pool_taken: AtomicBool::new(false),
+                        }),
                     })
                 }
                 Err(e) => {
@@ -456,7 +463,31 @@ impl Mempool {
     /// The graph's buffer pool over these mbufs (build the graph with it). Its buffers are
     /// the mbufs' data buffers (headroom included); allocation and free go to the mempool in
     /// bulk through a local cache.
+    ///
+    /// One pool at a time: while it exists, another call is an error
+    /// ([`DpdkError::PoolTaken`]); dropping it (with its graph) allows the next. Two pools
+    /// over the same mbufs could each reach a buffer the other holds, and a pool's index
+    /// is an mbuf's identity for every DPDK node of its graph.
+    ///
+    /// ```no_run
+    /// # use pktvec_io::dpdk::{DpdkError, Eal, Mempool};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let eal = Eal::init("--no-huge -m 512 --no-pci -l 0")?;
+    /// let mempool = Mempool::new(&eal, 8192, 2048)?;
+    /// let pool = mempool.buffer_pool()?;
+    /// assert!(matches!(mempool.buffer_pool(), Err(DpdkError::PoolTaken(_))));
+    /// drop(pool);
+    /// let pool = mempool.buffer_pool()?;
+    /// # let _ = pool; Ok(()) }
+    /// ```
     pub fn buffer_pool(&self) -> Result<BufferPool, DpdkError> {
+        if self.inner.pool_taken.swap(true, Ordering::AcqRel) {
+            return Err(DpdkError::PoolTaken(self.inner.name.clone()));
+        }
+        // The backend clears the flag when it drops, also if building the pool fails.
+        let backend = Box::new(MempoolBackend {
+            inner: self.inner.clone(),
+        });
         let l = self.inner.layout;
         let base = NonNull::new((l.mbuf0 + l.buf_off) as *mut u8)
             .ok_or_else(|| DpdkError::MempoolLayout("null buffer".into()))?;
@@ -473,12 +504,7 @@ impl Mempool {
                 sys::RTE_PKTMBUF_HEADROOM as u16,
             )
         }?;
-        Ok(BufferPool::with_external(
-            region,
-            Box::new(MempoolBackend {
-                inner: self.inner.clone(),
-            }),
-        )?)
+        Ok(BufferPool::with_external(region, backend)?)
     }
 
     /// Mbufs free in the mempool (`rte_mempool_avail_count`, per-lcore caches included).
@@ -508,6 +534,14 @@ impl Mempool {
 /// The free list of a [`BufferPool`] over a DPDK mempool.
 struct MempoolBackend {
     inner: Arc<MempoolInner>,
+}
+
+impl Drop for MempoolBackend {
+    /// The pool over the mempool is gone (its local cache already handed back): the next
+    /// [`Mempool::buffer_pool`] may build one.
+    fn drop(&mut self) {
+        self.inner.pool_taken.store(false, Ordering::Release);
+    }
 }
 
 const CHUNK: usize = 64;

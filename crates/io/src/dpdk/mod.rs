@@ -82,6 +82,10 @@ pub enum DpdkError {
         /// DPDK's error text.
         text: String,
     },
+    /// [`Mempool::buffer_pool`] was called while the pool it built earlier still exists:
+    /// one buffer pool per mempool at a time.
+    #[error("mempool {0}: its buffer pool already exists (one per mempool at a time; drop the graph that holds it first)")]
+    PoolTaken(String),
     /// The buffer pool over the mempool could not be built.
     #[error(transparent)]
     Pool(#[from] pktvec_packet::PoolError),
