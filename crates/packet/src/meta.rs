@@ -3,13 +3,14 @@
 //! Every buffer in a [`BufferPool`](crate::BufferPool) has one [`BufferMeta`]: where the
 //! packet starts and how long it is, flags, interfaces, the error code a node sets before
 //! sending the packet to a drop node, a flow hash, a path id, the offsets of the L2/L3/L4
-//! headers and a small user area. It is 64 bytes and 64-byte aligned, so prefetching it is
-//! one cache line, as with VPP's `vlib_buffer_t` first line or DPDK's `rte_mbuf` first line.
+//! headers and a small user area. It is 60 bytes; the pool keeps it in one 64-byte,
+//! 64-byte-aligned line together with its own record of whether it holds the buffer (out of
+//! reach of `&mut BufferMeta`), so prefetching a buffer's metadata is one cache line, as
+//! with VPP's `vlib_buffer_t` first line or DPDK's `rte_mbuf` first line.
 //!
 //! ```
 //! use pktvec_packet::{BufferMeta, MetaFlags};
-//! assert_eq!(std::mem::size_of::<BufferMeta>(), 64);
-//! assert_eq!(std::mem::align_of::<BufferMeta>(), 64);
+//! assert_eq!(std::mem::size_of::<BufferMeta>(), 60);
 //! let mut m = BufferMeta::default();
 //! m.flags.insert(MetaFlags::L3_VALID);
 //! assert!(m.flags.contains(MetaFlags::L3_VALID));
@@ -23,8 +24,8 @@ use bytemuck::{Pod, Zeroable};
 pub struct MetaFlags(pub u16);
 
 impl MetaFlags {
-    /// The buffer is on the pool's free list (set by the pool; a second free is refused).
-    pub const FREE: MetaFlags = MetaFlags(1 << 0);
+    // Bit 0 is unused: it was the pool's "free" mark, which the pool now keeps outside
+    // `BufferMeta`, where a node's write cannot change it.
     /// The packet is being traced: nodes add records to the graph's packet trace.
     pub const TRACED: MetaFlags = MetaFlags(1 << 1);
     /// `l2_offset` is valid.
@@ -61,8 +62,7 @@ impl MetaFlags {
 
 impl std::fmt::Debug for MetaFlags {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMES: [(MetaFlags, &str); 8] = [
-            (MetaFlags::FREE, "FREE"),
+        const NAMES: [(MetaFlags, &str); 7] = [
             (MetaFlags::TRACED, "TRACED"),
             (MetaFlags::L2_VALID, "L2"),
             (MetaFlags::L3_VALID, "L3"),
@@ -98,13 +98,14 @@ impl std::fmt::Debug for MetaFlags {
 pub const NO_INTERFACE: u16 = u16::MAX;
 
 /// Size of [`BufferMeta::user`], the area free for applications.
-pub const META_USER_BYTES: usize = 32;
+pub const META_USER_BYTES: usize = 28;
 
-/// Metadata of one buffer; exactly one 64-byte cache line.
+/// Metadata of one buffer: 60 bytes, kept by the pool in one 64-byte cache line with the
+/// pool's own "held" mark.
 ///
 /// Offsets are relative to the start of the buffer (headroom included), so a packet can be
 /// decapsulated (advance) or encapsulated (prepend) without moving bytes.
-#[repr(C, align(64))]
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 pub struct BufferMeta {
     /// Offset of the first packet byte from the buffer start.
@@ -161,16 +162,15 @@ impl Default for BufferMeta {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<BufferMeta>() == 64);
-const _: () = assert!(std::mem::align_of::<BufferMeta>() == 64);
+const _: () = assert!(std::mem::size_of::<BufferMeta>() == 60);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn one_cache_line() {
-        assert_eq!(std::mem::size_of::<BufferMeta>(), 64);
+    fn fits_a_cache_line_with_the_pools_mark() {
+        assert_eq!(std::mem::size_of::<BufferMeta>(), 60);
         let m = BufferMeta::default();
         assert_eq!(m.rx_if, NO_INTERFACE);
         assert_eq!(m.flags, MetaFlags::default());

@@ -86,11 +86,12 @@ struct Line([u8; CACHE_LINE]);
 ///
 /// One pool per worker: it is `Send` but is used by one thread at a time.
 pub struct BufferPool {
-    meta: Vec<BufferMeta>,
+    /// One line per buffer: its metadata and the pool's "held" mark.
+    slots: Vec<Slot>,
     /// The buffers' memory when the pool allocated it (`None` over external memory): only
     /// kept alive here, every access goes through `region`.
     _owned: Option<Vec<Line>>,
-    /// Where the buffers are, for both arenas (`region.count == meta.len()`): the fast path
+    /// Where the buffers are, for both arenas (`region.count == slots.len()`): the fast path
     /// reaches a buffer with one multiply-add, whichever arena holds it.
     region: ExternalRegion,
     stride: usize,
@@ -109,6 +110,55 @@ pub struct BufferPool {
     hints: PrefetchHints,
 }
 
+/// One buffer's cache line in the pool: the [`BufferMeta`] nodes read and write, and the
+/// pool's own mark of whether it holds the buffer ([`HELD`] or [`NOT_HELD`]). The mark is
+/// outside `BufferMeta`, so no `&mut BufferMeta` (and no node) can change it: over a DPDK
+/// mempool it is what lets the transmit path hand an mbuf to the driver only once, and the
+/// receive path take one in only when the pool does not hold it already.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Slot {
+    meta: BufferMeta,
+    held: u32,
+}
+
+/// [`Slot::held`] of a buffer the pool holds (allocated or adopted, not yet freed or
+/// released).
+const HELD: u32 = 1;
+/// [`Slot::held`] of a buffer on the free list, in the backend or with a driver.
+const NOT_HELD: u32 = 0;
+
+const _: () = assert!(std::mem::size_of::<Slot>() == CACHE_LINE);
+
+impl Slot {
+    /// A buffer the pool does not hold, with default metadata.
+    const FREE: Slot = Slot {
+        meta: BufferMeta {
+            data_offset: 0,
+            len: 0,
+            flags: MetaFlags(0),
+            error: 0,
+            rx_if: NO_INTERFACE,
+            tx_if: NO_INTERFACE,
+            next: 0,
+            path_id: 0,
+            flow_hash: 0,
+            l2_offset: 0,
+            l3_offset: 0,
+            l4_offset: 0,
+            trace_index: 0,
+            opaque: 0,
+            user: [0; crate::meta::META_USER_BYTES],
+        },
+        held: NOT_HELD,
+    };
+
+    #[inline(always)]
+    fn is_held(&self) -> bool {
+        self.held == HELD
+    }
+}
+
 /// Where a buffer's metadata line and first data line are, as plain addresses, so that a
 /// prefetch is two multiply-adds (no bounds test, no slice): the loops prefetch every
 /// packet in every node.
@@ -121,9 +171,9 @@ struct PrefetchHints {
 }
 
 impl PrefetchHints {
-    fn new(meta: &[BufferMeta], region: &ExternalRegion) -> Self {
+    fn new(slots: &[Slot], region: &ExternalRegion) -> Self {
         PrefetchHints {
-            meta: meta.as_ptr() as usize,
+            meta: slots.as_ptr() as usize,
             data: region.base.as_ptr() as usize + region.headroom as usize,
         }
     }
@@ -210,18 +260,18 @@ pub trait BufferBackend: Send {
 /// happen above it.
 pub const EXTERNAL_CACHE: usize = 512;
 
-/// A fresh metadata line (the template `BufferMeta { rx_if, ..default() }`) as four
+/// A fresh line (the template `BufferMeta { rx_if, ..default() }`, marked held) as four
 /// 16-byte words; its first four bytes (the place) are zero and get replaced per packet.
 #[cfg(target_arch = "x86_64")]
 type Line4 = [std::arch::x86_64::__m128i; 4];
 #[cfg(not(target_arch = "x86_64"))]
 type Line4 = [u128; 4];
 
-/// Writes metadata line `m` whole: the template `line` with the packet's data offset and
+/// Writes line `m` whole (metadata and mark): the template `line` with the packet's data offset and
 /// length in its first four bytes. On x86-64 the two fields go into the first word with
 /// two `pinsrw` (SSE2) and the line is four 16-byte stores.
 #[inline(always)]
-fn write_line(m: &mut BufferMeta, line: Line4, data_offset: u16, len: u16) {
+fn write_line(m: &mut Slot, line: Line4, data_offset: u16, len: u16) {
     let w: &mut Line4 = bytemuck::cast_mut(m);
     #[cfg(target_arch = "x86_64")]
     let head = {
@@ -260,7 +310,7 @@ fn max_index(bis: &[u32]) -> u32 {
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferPool")
-            .field("buffers", &self.meta.len())
+            .field("buffers", &self.slots.len())
             .field("free", &self.free.len())
             .field("headroom", &self.headroom)
             .field("buf_size", &self.buf_size)
@@ -286,13 +336,7 @@ impl BufferPool {
             .ok_or(PoolError::BadConfig("headroom + data_room must be < 65536"))?;
         let stride_lines = (buf_size as usize).div_ceil(CACHE_LINE);
         let n = cfg.buffers as usize;
-        let meta = vec![
-            BufferMeta {
-                flags: MetaFlags::FREE,
-                ..BufferMeta::default()
-            };
-            n
-        ];
+        let slots = vec![Slot::FREE; n];
         let mut lines = vec![Line([0; CACHE_LINE]); n * stride_lines];
         let base = std::ptr::NonNull::new(lines.as_mut_ptr().cast::<u8>())
             .ok_or(PoolError::BadConfig("empty arena"))?;
@@ -311,9 +355,9 @@ impl BufferPool {
         }?;
         // LIFO free list: index 0 is handed out first.
         let free: Vec<u32> = (0..cfg.buffers).rev().collect();
-        let hints = PrefetchHints::new(&meta, &region);
+        let hints = PrefetchHints::new(&slots, &region);
         Ok(BufferPool {
-            meta,
+            slots,
             hints,
             _owned: Some(lines),
             region,
@@ -366,16 +410,10 @@ impl BufferPool {
         backend: Box<dyn BufferBackend>,
     ) -> Result<Self, PoolError> {
         let n = region.count as usize;
-        let meta = vec![
-            BufferMeta {
-                flags: MetaFlags::FREE,
-                ..BufferMeta::default()
-            };
-            n
-        ];
-        let hints = PrefetchHints::new(&meta, &region);
+        let slots = vec![Slot::FREE; n];
+        let hints = PrefetchHints::new(&slots, &region);
         Ok(BufferPool {
-            meta,
+            slots,
             hints,
             region,
             stride: region.stride,
@@ -425,13 +463,16 @@ impl BufferPool {
     /// one write of the metadata line (a receive node's per-packet step).
     #[inline]
     pub fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
-        match self.meta.get_mut(bi as usize) {
-            Some(m) if m.flags.contains(MetaFlags::FREE) => {
-                *m = BufferMeta {
-                    data_offset,
-                    len,
-                    rx_if,
-                    ..BufferMeta::default()
+        match self.slots.get_mut(bi as usize) {
+            Some(m) if !m.is_held() => {
+                *m = Slot {
+                    meta: BufferMeta {
+                        data_offset,
+                        len,
+                        rx_if,
+                        ..BufferMeta::default()
+                    },
+                    held: HELD,
                 };
                 self.in_use += 1;
                 true
@@ -447,14 +488,14 @@ impl BufferPool {
     /// (a transmit node's per-packet step), or `None` if `bi` was not in use.
     #[inline]
     pub fn release_data(&mut self, bi: u32) -> Option<(u16, u16)> {
-        let m = &mut self.meta[bi as usize];
-        if m.flags.contains(MetaFlags::FREE) {
+        let m = &mut self.slots[bi as usize];
+        if !m.is_held() {
             self.double_frees += 1;
             return None;
         }
-        m.flags = MetaFlags::FREE;
+        m.held = NOT_HELD;
         self.in_use -= 1;
-        Some((m.data_offset, m.len))
+        Some((m.meta.data_offset, m.meta.len))
     }
 
     /// Gives buffer `bi` up without freeing it: a driver now owns it and will return it to
@@ -500,9 +541,12 @@ impl BufferPool {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
         // The line as four 16-byte words: the first holds the place and the interfaces,
         // the other three are the template's (zero by default), stored whole.
-        let line: Line4 = bytemuck::cast(BufferMeta {
-            rx_if,
-            ..BufferMeta::default()
+        let line: Line4 = bytemuck::cast(Slot {
+            meta: BufferMeta {
+                rx_if,
+                ..BufferMeta::default()
+            },
+            held: HELD,
         });
         let n = bis.len();
         let mut i = 0;
@@ -510,13 +554,13 @@ impl BufferPool {
         // vectorises), then per buffer only the "free" test, with no branch to a
         // per-packet refusal: the first buffer that is not free ends it, and the checked
         // loop below takes over from there.
-        if (max_index(bis) as usize) < self.meta.len() {
-            let meta = &mut self.meta;
+        if (max_index(bis) as usize) < self.slots.len() {
+            let slots = &mut self.slots;
             // One step: adopts `bi` with the place of `d`, or says it is not free.
             let mut adopt = |bi: u32, d: &T| {
-                // SAFETY: `bi <= max_index(bis) < meta.len()`, checked above.
-                let m = unsafe { meta.get_unchecked_mut(bi as usize) };
-                let free = m.flags.contains(MetaFlags::FREE);
+                // SAFETY: `bi <= max_index(bis) < slots.len()`, checked above.
+                let m = unsafe { slots.get_unchecked_mut(bi as usize) };
+                let free = !m.is_held();
                 if free {
                     let (data_offset, len) = place(d);
                     write_line(m, line, data_offset, len);
@@ -564,8 +608,8 @@ impl BufferPool {
     ) -> usize {
         let mut bad = 0usize;
         for (slot, d) in bis[from..].iter_mut().zip(&descs[from..]) {
-            match self.meta.get_mut(*slot as usize) {
-                Some(m) if m.flags.contains(MetaFlags::FREE) => {
+            match self.slots.get_mut(*slot as usize) {
+                Some(m) if !m.is_held() => {
                     let (data_offset, len) = place(d);
                     write_line(m, line, data_offset, len);
                 }
@@ -624,16 +668,16 @@ impl BufferPool {
         let mut i = 0;
         // Fast path as in `adopt_bulk_as`: one range check per burst, then only the "in
         // use" test per buffer; the first buffer not in use hands over to the checked loop.
-        if (max_index(bis) as usize) < self.meta.len() {
-            let meta = &mut self.meta;
+        if (max_index(bis) as usize) < self.slots.len() {
+            let slots = &mut self.slots;
             // One step: releases `bi` into `o`, or says it is not in use.
             let mut release = |bi: u32, o: &mut T| {
-                // SAFETY: `bi <= max_index(bis) < meta.len()`, checked above.
-                let m = unsafe { meta.get_unchecked_mut(bi as usize) };
-                let used = !m.flags.contains(MetaFlags::FREE);
+                // SAFETY: `bi <= max_index(bis) < slots.len()`, checked above.
+                let m = unsafe { slots.get_unchecked_mut(bi as usize) };
+                let used = m.is_held();
                 if used {
-                    *o = send(bi, m);
-                    m.flags = MetaFlags::FREE;
+                    *o = send(bi, &m.meta);
+                    m.held = NOT_HELD;
                 }
                 used
             };
@@ -677,10 +721,10 @@ impl BufferPool {
     ) -> usize {
         let mut bad = 0usize;
         for (&bi, o) in bis[from..].iter().zip(out[from..].iter_mut()) {
-            match self.meta.get_mut(bi as usize) {
-                Some(m) if !m.flags.contains(MetaFlags::FREE) => {
-                    *o = send(bi, m);
-                    m.flags = MetaFlags::FREE;
+            match self.slots.get_mut(bi as usize) {
+                Some(m) if m.is_held() => {
+                    *o = send(bi, &m.meta);
+                    m.held = NOT_HELD;
                 }
                 _ => {
                     *o = hole;
@@ -736,7 +780,7 @@ impl BufferPool {
     /// Total number of buffers.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.meta.len()
+        self.slots.len()
     }
     /// Number of free buffers.
     #[inline]
@@ -768,14 +812,17 @@ impl BufferPool {
     }
     /// Bytes of memory held by the pool (metadata and arena).
     pub fn memory_bytes(&self) -> usize {
-        self.meta.len() * std::mem::size_of::<BufferMeta>() + self.meta.len() * self.stride
+        self.slots.len() * (std::mem::size_of::<Slot>() + self.stride)
     }
 
     #[inline]
     fn reset(&mut self, bi: u32) {
-        self.meta[bi as usize] = BufferMeta {
-            data_offset: self.headroom,
-            ..BufferMeta::default()
+        self.slots[bi as usize] = Slot {
+            meta: BufferMeta {
+                data_offset: self.headroom,
+                ..BufferMeta::default()
+            },
+            held: HELD,
         };
     }
 
@@ -862,7 +909,7 @@ impl BufferPool {
     /// the metadata, except for flags the pool owns). `None` if the pool is empty. For
     /// replication (flooding, mirroring).
     pub fn clone_packet(&mut self, bi: u32) -> Option<u32> {
-        let m = self.meta[bi as usize];
+        let m = self.slots[bi as usize].meta;
         let new = self.alloc()?;
         let size = self.buf_size as usize;
         // SAFETY: `bi` indexed `meta` above and `new` is a pool buffer, so both are
@@ -874,9 +921,8 @@ impl BufferPool {
             unsafe { std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), size) };
         }
         let mut flags = m.flags;
-        flags.remove(MetaFlags::FREE);
         flags.remove(MetaFlags::TRACED);
-        self.meta[new as usize] = BufferMeta { flags, ..m };
+        self.slots[new as usize].meta = BufferMeta { flags, ..m };
         Some(new)
     }
 
@@ -900,9 +946,9 @@ impl BufferPool {
         let slots = &mut self.free[base..];
         let mut n = 0;
         for &bi in bis {
-            let m = &mut self.meta[bi as usize];
-            let was_free = m.flags.contains(MetaFlags::FREE);
-            m.flags = MetaFlags::FREE;
+            let m = &mut self.slots[bi as usize];
+            let was_free = !m.is_held();
+            m.held = NOT_HELD;
             // Always some: `n` is at most the number of indices seen before this one.
             if let Some(s) = slots.get_mut(n) {
                 *s = bi;
@@ -921,9 +967,7 @@ impl BufferPool {
     /// True if `bi` is a buffer of this pool that is currently allocated.
     #[inline]
     pub fn is_allocated(&self, bi: u32) -> bool {
-        self.meta
-            .get(bi as usize)
-            .is_some_and(|m| !m.flags.contains(MetaFlags::FREE))
+        self.slots.get(bi as usize).is_some_and(Slot::is_held)
     }
 
     /// The whole buffer `bi` (headroom and data room). Panics if `bi` is out of range.
@@ -954,19 +998,19 @@ impl BufferPool {
     /// If `bi` is not an index of this pool (a bug, not a packet error).
     #[inline]
     pub fn meta(&self, bi: u32) -> &BufferMeta {
-        &self.meta[bi as usize]
+        &self.slots[bi as usize].meta
     }
 
     /// Mutable metadata of buffer `bi`.
     #[inline]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
-        &mut self.meta[bi as usize]
+        &mut self.slots[bi as usize].meta
     }
 
     /// Read access to packet `bi` (metadata and data).
     #[inline]
     pub fn packet(&self, bi: u32) -> Packet<'_> {
-        Packet::new(&self.meta[bi as usize], self.bytes(bi))
+        Packet::new(&self.slots[bi as usize].meta, self.bytes(bi))
     }
 
     /// Write access to packet `bi` (metadata and data).
@@ -976,10 +1020,10 @@ impl BufferPool {
     #[inline]
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
         let r = &self.region;
-        // One bounds check serves both: `meta.len() == region.count`.
-        let meta = &mut self.meta[bi as usize];
+        // One bounds check serves both: `slots.len() == region.count`.
+        let meta = &mut self.slots[bi as usize].meta;
         debug_assert!(bi < r.count);
-        // SAFETY: `bi < meta.len() == count` (the index above would have panicked), so as in
+        // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so as in
         // `bytes_mut`; the metadata is a separate allocation.
         let bytes =
             unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) };
@@ -989,7 +1033,7 @@ impl BufferPool {
     /// The packet bytes of buffer `bi` (same as `packet(bi).data()`).
     #[inline]
     pub fn data(&self, bi: u32) -> &[u8] {
-        let m = &self.meta[bi as usize];
+        let m = &self.slots[bi as usize].meta;
         let start = m.data_offset as usize;
         self.bytes(bi)
             .get(start..start + m.len as usize)
@@ -999,7 +1043,7 @@ impl BufferPool {
     /// Mutable packet bytes of buffer `bi`.
     #[inline]
     pub fn data_mut(&mut self, bi: u32) -> &mut [u8] {
-        let m = self.meta[bi as usize];
+        let m = self.slots[bi as usize].meta;
         let start = m.data_offset as usize;
         self.bytes_mut(bi)
             .get_mut(start..start + m.len as usize)
@@ -1010,9 +1054,7 @@ impl BufferPool {
     #[inline(always)]
     pub fn prefetch_meta(&self, bi: u32) {
         let h = &self.hints;
-        prefetch::prefetch_ptr(
-            h.meta.wrapping_add(bi as usize * size_of::<BufferMeta>()) as *const u8
-        );
+        prefetch::prefetch_ptr(h.meta.wrapping_add(bi as usize * size_of::<Slot>()) as *const u8);
     }
 
     /// Prefetches the first data line of buffer `bi` at the default headroom, where the
@@ -1029,7 +1071,7 @@ impl BufferPool {
         // No bounds test: a prefetch of an index outside the pool is useless but harmless
         // (it never faults), and this runs for every packet in every node.
         let (h, i) = (&self.hints, bi as usize);
-        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<BufferMeta>()) as *const u8);
+        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<Slot>()) as *const u8);
         prefetch::prefetch_ptr(h.data.wrapping_add(i * self.stride) as *const u8);
     }
 }
@@ -1054,7 +1096,7 @@ impl BufferPool {
     #[inline(always)]
     pub fn packets_mut(&mut self) -> PacketsMut<'_> {
         PacketsMut {
-            meta: &mut self.meta,
+            slots: &mut self.slots,
             region: self.region,
             hints: self.hints,
             _bytes: std::marker::PhantomData,
@@ -1065,7 +1107,7 @@ impl BufferPool {
 /// The packets of a [`BufferPool`], mutably borrowed (see [`BufferPool::packets_mut`]):
 /// the same accessors as the pool's, for the nodes' per-packet loops.
 pub struct PacketsMut<'a> {
-    meta: &'a mut [BufferMeta],
+    slots: &'a mut [Slot],
     region: ExternalRegion,
     hints: PrefetchHints,
     _bytes: std::marker::PhantomData<&'a mut [u8]>,
@@ -1079,8 +1121,8 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
         let r = &self.region;
-        let meta = &mut self.meta[bi as usize];
-        // SAFETY: `bi < meta.len() == count` (the index above would have panicked), so the
+        let meta = &mut self.slots[bi as usize].meta;
+        // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so the
         // range is one buffer of the region (valid, not overlapping another, per the
         // region's contract, which `BufferPool::new` keeps for its own arena); `self`
         // mutably borrows the whole pool for its lifetime and this `&mut self` makes the
@@ -1098,7 +1140,7 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn packet(&self, bi: u32) -> Packet<'_> {
         let r = &self.region;
-        let meta = &self.meta[bi as usize];
+        let meta = &self.slots[bi as usize].meta;
         // SAFETY: as in `packet_mut`; `&self` keeps writers away while the packet lives.
         let bytes = unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), r.buf_size as usize) };
         Packet::new(meta, bytes)
@@ -1107,20 +1149,20 @@ impl PacketsMut<'_> {
     /// Metadata of buffer `bi`, as [`BufferPool::meta`].
     #[inline(always)]
     pub fn meta(&self, bi: u32) -> &BufferMeta {
-        &self.meta[bi as usize]
+        &self.slots[bi as usize].meta
     }
 
     /// Mutable metadata of buffer `bi`, as [`BufferPool::meta_mut`].
     #[inline(always)]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
-        &mut self.meta[bi as usize]
+        &mut self.slots[bi as usize].meta
     }
 
     /// Prefetches metadata and first data line of buffer `bi`, as [`BufferPool::prefetch`].
     #[inline(always)]
     pub fn prefetch(&self, bi: u32) {
         let (h, i) = (&self.hints, bi as usize);
-        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<BufferMeta>()) as *const u8);
+        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<Slot>()) as *const u8);
         prefetch::prefetch_ptr(h.data.wrapping_add(i * self.region.stride) as *const u8);
     }
 }
@@ -1157,7 +1199,7 @@ mod tests {
         for &bi in &bis {
             let h = p.hints;
             let meta = p.meta(bi) as *const BufferMeta as usize;
-            assert_eq!(h.meta + bi as usize * size_of::<BufferMeta>(), meta);
+            assert_eq!(h.meta + bi as usize * size_of::<Slot>(), meta);
             let data = p.bytes(bi).as_ptr() as usize + p.headroom as usize;
             assert_eq!(h.data + bi as usize * p.stride, data);
             assert_eq!(p.packet(bi).data().as_ptr() as usize, data);
@@ -1535,7 +1577,43 @@ mod tests {
             bi as u64 * 1000 + m.len as u64
         });
         assert_eq!((n, out), (2, [7061, 4060, 0]));
-        assert!(p.meta(4).flags.contains(MetaFlags::FREE));
+        assert!(!p.is_allocated(4));
         assert_eq!((p.in_use(), p.double_frees()), (0, 1));
+    }
+
+    /// Whatever a node writes into a buffer's metadata, the pool's own mark says whether
+    /// it holds the buffer: a freed buffer whose metadata was overwritten (with a copy of a
+    /// held buffer's, flags and all) is still refused by free, release and adopt's
+    /// opposite, and a held one is still taken back once.
+    #[test]
+    fn the_held_mark_is_out_of_reach_of_metadata_writes() {
+        for over_external in [false, true] {
+            let mut mem = vec![Line([0; CACHE_LINE]); 8 * 4];
+            let mut p = if over_external {
+                external(&mut mem, 8, 256)
+            } else {
+                small(8)
+            };
+            let a = p.alloc_with(b"held").unwrap();
+            let b = p.alloc_with(b"freed").unwrap();
+            assert!(p.free(b));
+            // A buggy node keeps `b` and makes its metadata look like a live packet's.
+            *p.meta_mut(b) = *p.meta(a);
+            p.meta_mut(b).flags = MetaFlags(u16::MAX);
+            assert!(!p.is_allocated(b));
+            assert!(!p.free(b) && !p.release(b) && p.release_data(b).is_none());
+            let mut out = [0u32; 2];
+            assert_eq!(
+                p.release_bulk_map(&[b, a], &mut out, u32::MAX, |bi, _| bi),
+                1
+            );
+            assert_eq!(out, [u32::MAX, a], "external {over_external}");
+            assert_eq!((p.double_frees(), p.in_use()), (4, 0));
+            // Adopting is the other way round: a held buffer is refused, a free one taken.
+            assert!(p.adopt(a));
+            *p.meta_mut(a) = BufferMeta::default();
+            assert!(!p.adopt(a) && p.is_allocated(a));
+            assert!(p.free(a));
+        }
     }
 }
