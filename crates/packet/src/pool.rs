@@ -1,10 +1,12 @@
 //! The buffer pool: fixed-size packet buffers addressed by `u32` index.
 //!
-//! All memory is allocated once, when the pool is created: an array of
-//! [`BufferMeta`] (one cache line each) and a 64-byte-aligned arena of
-//! `headroom + data_room` bytes per buffer (rounded up to whole cache lines).
-//! Allocation and free move indices on a LIFO free list (recently freed buffers are
-//! likely still in cache), in bulk, without locks or system calls.
+//! All memory is allocated once, when the pool is created: an array of 64-byte lines, one
+//! per buffer, each its [`BufferMeta`] and the pool's own mark of whether it holds the
+//! buffer (which no `&mut BufferMeta` reaches, so no node can forge it), and a
+//! 64-byte-aligned arena of `headroom + data_room` bytes per buffer (rounded up to whole
+//! cache lines). Allocation and free move indices on a LIFO free list (recently freed
+//! buffers are likely still in cache), in bulk, without locks or system calls. Only held
+//! buffers show their bytes: a stale index reaches an empty packet.
 //!
 //! ```
 //! use pktvec_packet::{BufferPool, PoolConfig};
@@ -111,21 +113,23 @@ pub struct BufferPool {
 }
 
 /// One buffer's cache line in the pool: the [`BufferMeta`] nodes read and write, and the
-/// pool's own mark of whether it holds the buffer ([`HELD`] or [`NOT_HELD`]). The mark is
-/// outside `BufferMeta`, so no `&mut BufferMeta` (and no node) can change it: over a DPDK
-/// mempool it is what lets the transmit path hand an mbuf to the driver only once, and the
-/// receive path take one in only when the pool does not hold it already.
+/// pool's own mark of whether it holds the buffer. The mark is outside `BufferMeta`, so no
+/// `&mut BufferMeta` (and no node) can change it: over a DPDK mempool it is what lets the
+/// transmit path hand an mbuf to the driver only once, the receive path take one in only
+/// when the pool does not hold it already, and the accessors reach only held buffers.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct Slot {
     meta: BufferMeta,
-    held: u32,
+    /// The mark, as the number of the buffer's bytes its accessors may reach: the buffer
+    /// size while the pool holds it (allocated or adopted, not yet freed or released),
+    /// [`NOT_HELD`] (none) while it is on the free list, in the backend or with a driver.
+    /// Being the length itself, it costs an accessor nothing: the slice length is loaded
+    /// from the line the accessor reads anyway instead of from the pool.
+    span: u32,
 }
 
-/// [`Slot::held`] of a buffer the pool holds (allocated or adopted, not yet freed or
-/// released).
-const HELD: u32 = 1;
-/// [`Slot::held`] of a buffer on the free list, in the backend or with a driver.
+/// [`Slot::span`] of a buffer the pool does not hold.
 const NOT_HELD: u32 = 0;
 
 const _: () = assert!(std::mem::size_of::<Slot>() == CACHE_LINE);
@@ -150,12 +154,31 @@ impl Slot {
             opaque: 0,
             user: [0; crate::meta::META_USER_BYTES],
         },
-        held: NOT_HELD,
+        span: NOT_HELD,
     };
+
+    /// A held buffer (of `buf_size` bytes) with metadata `meta`.
+    #[inline(always)]
+    fn held(meta: BufferMeta, buf_size: u16) -> Slot {
+        Slot {
+            meta,
+            span: buf_size as u32,
+        }
+    }
 
     #[inline(always)]
     fn is_held(&self) -> bool {
-        self.held == HELD
+        self.span != NOT_HELD
+    }
+
+    /// How many bytes of the buffer its accessors may reach: all of them while the pool
+    /// holds it, none otherwise. A buffer the pool does not hold may be a driver's (a NIC
+    /// writing a received packet into it, or reading one to send) or back in a mempool
+    /// that another user draws from, so a stale index must not reach its bytes: its packet
+    /// looks empty and every header view refuses it.
+    #[inline(always)]
+    fn span(&self) -> usize {
+        self.span as usize
     }
 }
 
@@ -465,15 +488,15 @@ impl BufferPool {
     pub fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
         match self.slots.get_mut(bi as usize) {
             Some(m) if !m.is_held() => {
-                *m = Slot {
-                    meta: BufferMeta {
+                *m = Slot::held(
+                    BufferMeta {
                         data_offset,
                         len,
                         rx_if,
                         ..BufferMeta::default()
                     },
-                    held: HELD,
-                };
+                    self.buf_size,
+                );
                 self.in_use += 1;
                 true
             }
@@ -493,7 +516,7 @@ impl BufferPool {
             self.double_frees += 1;
             return None;
         }
-        m.held = NOT_HELD;
+        m.span = NOT_HELD;
         self.in_use -= 1;
         Some((m.meta.data_offset, m.meta.len))
     }
@@ -541,13 +564,13 @@ impl BufferPool {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
         // The line as four 16-byte words: the first holds the place and the interfaces,
         // the other three are the template's (zero by default), stored whole.
-        let line: Line4 = bytemuck::cast(Slot {
-            meta: BufferMeta {
+        let line: Line4 = bytemuck::cast(Slot::held(
+            BufferMeta {
                 rx_if,
                 ..BufferMeta::default()
             },
-            held: HELD,
-        });
+            self.buf_size,
+        ));
         let n = bis.len();
         let mut i = 0;
         // Fast path: one range check for the whole burst (a maximum the compiler
@@ -677,7 +700,7 @@ impl BufferPool {
                 let used = m.is_held();
                 if used {
                     *o = send(bi, &m.meta);
-                    m.held = NOT_HELD;
+                    m.span = NOT_HELD;
                 }
                 used
             };
@@ -724,7 +747,7 @@ impl BufferPool {
             match self.slots.get_mut(bi as usize) {
                 Some(m) if m.is_held() => {
                     *o = send(bi, &m.meta);
-                    m.held = NOT_HELD;
+                    m.span = NOT_HELD;
                 }
                 _ => {
                     *o = hole;
@@ -817,13 +840,13 @@ impl BufferPool {
 
     #[inline]
     fn reset(&mut self, bi: u32) {
-        self.slots[bi as usize] = Slot {
-            meta: BufferMeta {
+        self.slots[bi as usize] = Slot::held(
+            BufferMeta {
                 data_offset: self.headroom,
                 ..BufferMeta::default()
             },
-            held: HELD,
-        };
+            self.buf_size,
+        );
     }
 
     /// Allocates one buffer, or `None` if the pool is empty.
@@ -948,7 +971,7 @@ impl BufferPool {
         for &bi in bis {
             let m = &mut self.slots[bi as usize];
             let was_free = !m.is_held();
-            m.held = NOT_HELD;
+            m.span = NOT_HELD;
             // Always some: `n` is at most the number of indices seen before this one.
             if let Some(s) = slots.get_mut(n) {
                 *s = bi;
@@ -970,26 +993,29 @@ impl BufferPool {
         self.slots.get(bi as usize).is_some_and(Slot::is_held)
     }
 
-    /// The whole buffer `bi` (headroom and data room). Panics if `bi` is out of range.
+    /// The whole buffer `bi` (headroom and data room), empty if the pool does not hold it.
+    /// Panics if `bi` is out of range.
     #[inline]
     fn bytes(&self, bi: u32) -> &[u8] {
         let r = &self.region;
-        assert!(bi < r.count, "buffer index {bi} out of range");
-        // SAFETY: `bi < count`, so the range is inside the region, valid and not shared
-        // with anyone else while the pool holds the buffer (the contract of
+        let n = self.slots[bi as usize].span();
+        // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so the
+        // range is inside the region; it is empty unless the pool holds the buffer, and a
+        // held buffer's bytes are valid and touched by no one else (the contract of
         // `ExternalRegion::new`, kept by `new` for the owned arena); `&self` keeps writers
         // of this pool away.
-        unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), r.buf_size as usize) }
+        unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), n) }
     }
 
-    /// The whole buffer `bi`, writable. Panics if `bi` is out of range.
+    /// The whole buffer `bi`, writable; empty if the pool does not hold it. Panics if `bi`
+    /// is out of range.
     #[inline]
     fn bytes_mut(&mut self, bi: u32) -> &mut [u8] {
         let r = &self.region;
-        assert!(bi < r.count, "buffer index {bi} out of range");
+        let n = self.slots[bi as usize].span();
         // SAFETY: as in `bytes`; `&mut self` makes this the only reference into the pool's
         // buffers, and distinct indices never overlap.
-        unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) }
+        unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) }
     }
 
     /// Metadata of buffer `bi`.
@@ -1007,13 +1033,15 @@ impl BufferPool {
         &mut self.slots[bi as usize].meta
     }
 
-    /// Read access to packet `bi` (metadata and data).
+    /// Read access to packet `bi` (metadata and data). A buffer the pool does not hold (a
+    /// stale index: freed, or handed to a driver) has no bytes: its packet is empty.
     #[inline]
     pub fn packet(&self, bi: u32) -> Packet<'_> {
         Packet::new(&self.slots[bi as usize].meta, self.bytes(bi))
     }
 
-    /// Write access to packet `bi` (metadata and data).
+    /// Write access to packet `bi` (metadata and data); no bytes, as in
+    /// [`packet`](Self::packet), for a buffer the pool does not hold.
     ///
     /// # Panics
     /// If `bi` is not an index of this pool (a bug, not a packet error).
@@ -1021,16 +1049,17 @@ impl BufferPool {
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
         let r = &self.region;
         // One bounds check serves both: `slots.len() == region.count`.
-        let meta = &mut self.slots[bi as usize].meta;
+        let slot = &mut self.slots[bi as usize];
         debug_assert!(bi < r.count);
+        let n = slot.span();
         // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so as in
         // `bytes_mut`; the metadata is a separate allocation.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) };
-        PacketMut::new(meta, bytes)
+        let bytes = unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) };
+        PacketMut::new(&mut slot.meta, bytes)
     }
 
-    /// The packet bytes of buffer `bi` (same as `packet(bi).data()`).
+    /// The packet bytes of buffer `bi` (same as `packet(bi).data()`; empty for a buffer
+    /// the pool does not hold).
     #[inline]
     pub fn data(&self, bi: u32) -> &[u8] {
         let m = &self.slots[bi as usize].meta;
@@ -1040,7 +1069,7 @@ impl BufferPool {
             .unwrap_or_default()
     }
 
-    /// Mutable packet bytes of buffer `bi`.
+    /// Mutable packet bytes of buffer `bi` (empty for a buffer the pool does not hold).
     #[inline]
     pub fn data_mut(&mut self, bi: u32) -> &mut [u8] {
         let m = self.slots[bi as usize].meta;
@@ -1121,16 +1150,16 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn packet_mut(&mut self, bi: u32) -> PacketMut<'_> {
         let r = &self.region;
-        let meta = &mut self.slots[bi as usize].meta;
+        let slot = &mut self.slots[bi as usize];
+        let n = slot.span();
         // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so the
-        // range is one buffer of the region (valid, not overlapping another, per the
-        // region's contract, which `BufferPool::new` keeps for its own arena); `self`
-        // mutably borrows the whole pool for its lifetime and this `&mut self` makes the
-        // returned packet the only reference into the buffers; the metadata is a separate
-        // allocation.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), r.buf_size as usize) };
-        PacketMut::new(meta, bytes)
+        // range is inside one buffer of the region, and empty unless the pool holds it (a
+        // held buffer is valid and not overlapping another, per the region's contract,
+        // which `BufferPool::new` keeps for its own arena); `self` mutably borrows the
+        // whole pool for its lifetime and this `&mut self` makes the returned packet the
+        // only reference into the buffers; the metadata is a separate allocation.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) };
+        PacketMut::new(&mut slot.meta, bytes)
     }
 
     /// Read access to packet `bi`, as [`BufferPool::packet`].
@@ -1140,10 +1169,11 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn packet(&self, bi: u32) -> Packet<'_> {
         let r = &self.region;
-        let meta = &self.slots[bi as usize].meta;
+        let slot = &self.slots[bi as usize];
+        let n = slot.span();
         // SAFETY: as in `packet_mut`; `&self` keeps writers away while the packet lives.
-        let bytes = unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), r.buf_size as usize) };
-        Packet::new(meta, bytes)
+        let bytes = unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), n) };
+        Packet::new(&slot.meta, bytes)
     }
 
     /// Metadata of buffer `bi`, as [`BufferPool::meta`].
@@ -1583,8 +1613,8 @@ mod tests {
 
     /// Whatever a node writes into a buffer's metadata, the pool's own mark says whether
     /// it holds the buffer: a freed buffer whose metadata was overwritten (with a copy of a
-    /// held buffer's, flags and all) is still refused by free, release and adopt's
-    /// opposite, and a held one is still taken back once.
+    /// held buffer's, flags and all) shows no bytes and is still refused by free and
+    /// release; a held one is refused by adopt and taken back once.
     #[test]
     fn the_held_mark_is_out_of_reach_of_metadata_writes() {
         for over_external in [false, true] {
@@ -1601,6 +1631,14 @@ mod tests {
             *p.meta_mut(b) = *p.meta(a);
             p.meta_mut(b).flags = MetaFlags(u16::MAX);
             assert!(!p.is_allocated(b));
+            // Its bytes are out of reach whatever its metadata says (over external memory
+            // they may be a driver's by now): every view is empty, nothing can be added.
+            assert!(p.data(b).is_empty() && p.data_mut(b).is_empty());
+            assert!(p.packet(b).data().is_empty() && p.packet(b).headroom() == 0);
+            assert!(p.packet_mut(b).append(1).is_err() && p.packet_mut(b).prepend(1).is_err());
+            assert!(p.packets_mut().packet_mut(b).data_mut().is_empty());
+            assert!(p.packets_mut().packet(b).data().is_empty());
+            assert_eq!(p.data(a), b"held");
             assert!(!p.free(b) && !p.release(b) && p.release_data(b).is_none());
             let mut out = [0u32; 2];
             assert_eq!(
