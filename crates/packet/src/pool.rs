@@ -929,23 +929,29 @@ impl BufferPool {
     }
 
     /// Allocates a new buffer holding a copy of packet `bi` (bytes at the same offset, and
-    /// the metadata, except for flags the pool owns). `None` if the pool is empty. For
-    /// replication (flooding, mirroring).
+    /// the metadata, except for flags the pool owns). `None` if the pool is empty or does
+    /// not hold `bi` (a stale index: its bytes may be a driver's). For replication
+    /// (flooding, mirroring).
+    ///
+    /// # Panics
+    /// If `bi` is not an index of this pool (a bug, not a packet error).
     pub fn clone_packet(&mut self, bi: u32) -> Option<u32> {
-        let m = self.slots[bi as usize].meta;
-        let new = self.alloc()?;
-        let size = self.buf_size as usize;
-        // SAFETY: `bi` indexed `meta` above and `new` is a pool buffer, so both are
-        // < count; the region contract makes both ranges valid for `buf_size` bytes and
-        // disjoint when the indices differ, which the `if` checks; `&mut self` keeps every
-        // other reference to the pool's buffers away.
-        if new != bi {
-            let r = &self.region;
-            unsafe { std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), size) };
+        let src = self.slots[bi as usize];
+        if !src.is_held() {
+            return None;
         }
-        let mut flags = m.flags;
+        let new = self.alloc()?;
+        debug_assert_ne!(new, bi, "a free buffer is never the held one");
+        let r = &self.region;
+        // SAFETY: `bi` indexed `slots` above and `new` is a pool buffer, so both are
+        // < count; both are held (`bi` checked, `new` just allocated, so the two differ),
+        // so by the region contract both ranges are valid for `buf_size` bytes, disjoint,
+        // and touched by no one else; `&mut self` keeps every other reference to the
+        // pool's buffers away.
+        unsafe { std::ptr::copy_nonoverlapping(r.buffer_ptr(bi), r.buffer_ptr(new), src.span()) };
+        let mut flags = src.meta.flags;
         flags.remove(MetaFlags::TRACED);
-        self.slots[new as usize].meta = BufferMeta { flags, ..m };
+        self.slots[new as usize].meta = BufferMeta { flags, ..src.meta };
         Some(new)
     }
 
@@ -1638,6 +1644,11 @@ mod tests {
             assert!(p.packet_mut(b).append(1).is_err() && p.packet_mut(b).prepend(1).is_err());
             assert!(p.packets_mut().packet_mut(b).data_mut().is_empty());
             assert!(p.packets_mut().packet(b).data().is_empty());
+            assert_eq!(
+                p.clone_packet(b),
+                None,
+                "no copy of a buffer the pool gave back"
+            );
             assert_eq!(p.data(a), b"held");
             assert!(!p.free(b) && !p.release(b) && p.release_data(b).is_none());
             let mut out = [0u32; 2];
