@@ -227,6 +227,7 @@ pub fn run_and_report(
             "runtime": rt,
             "errors": errors,
             "conservation": c,
+            "ports": dpdk_io::json(graph, args),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -241,7 +242,7 @@ pub fn run_and_report(
             done as f64 / cpu_secs / 1e6
         );
         println!("conservation: {c}");
-        dpdk_io::report(args);
+        dpdk_io::report(graph, args);
     }
     if !c.is_balanced() || c.buffers_in_use != 0 {
         return Err("packets were lost".into());
@@ -254,7 +255,7 @@ pub fn run_and_report(
 #[cfg(feature = "dpdk")]
 mod dpdk_io {
     use super::{CommonArgs, Input};
-    use pktvec::graph::GraphBuilder;
+    use pktvec::graph::{Graph, GraphBuilder};
     use pktvec::io::dpdk::{DpdkRx, DpdkTx, Eal, Mempool, Port, PortConfig};
     use pktvec::packet::BufferPool;
     use std::sync::{Arc, OnceLock};
@@ -316,15 +317,28 @@ mod dpdk_io {
         Ok(())
     }
 
-    /// Prints each port's counters after the run.
-    pub fn report(args: &CommonArgs) {
+    /// The graph's rx nodes by the port they poll: (node name, node).
+    fn rx_nodes(graph: &Graph) -> Vec<(&str, &DpdkRx)> {
+        (0..graph.node_count() as u32)
+            .filter_map(|id| {
+                let name = graph.node_name(id)?;
+                Some((name, graph.node::<DpdkRx>(name)?))
+            })
+            .collect()
+    }
+
+    /// Prints each port's counters (`rte_eth_stats`) after the run, and what its rx node
+    /// did not pass to the graph: mbufs of another mempool (freed) and mbufs the pool
+    /// already held (left alone); both 0 unless something is wrong.
+    pub fn report(graph: &Graph, args: &CommonArgs) {
         if args.dpdk.is_none() {
             return;
         }
         if let Some(Ok(io)) = IO.get() {
+            let rx = rx_nodes(graph);
             for p in &io.ports {
                 let s = p.stats();
-                println!(
+                print!(
                     "port {} ({}): rx {} tx {} imissed {} ierrors {} oerrors {} rx_nombuf {}",
                     p.id(),
                     p.name(),
@@ -335,8 +349,36 @@ mod dpdk_io {
                     s.oerrors,
                     s.rx_nombuf
                 );
+                for (name, n) in rx.iter().filter(|(_, n)| n.port().id() == p.id()) {
+                    print!(" | {name}: foreign {} refused {}", n.foreign(), n.refused());
+                }
+                println!();
             }
         }
+    }
+
+    /// The same as JSON (`null` without `--dpdk`): one object per port with its counters
+    /// and its rx nodes' `received`, `foreign` and `refused`.
+    pub fn json(graph: &Graph, args: &CommonArgs) -> serde_json::Value {
+        let (Some(_), Some(Ok(io))) = (&args.dpdk, IO.get()) else {
+            return serde_json::Value::Null;
+        };
+        let rx = rx_nodes(graph);
+        io.ports
+            .iter()
+            .map(|p| {
+                let nodes: Vec<_> = rx
+                    .iter()
+                    .filter(|(_, n)| n.port().id() == p.id())
+                    .map(|(name, n)| {
+                        serde_json::json!({"node": name, "received": n.received(),
+                                           "foreign": n.foreign(), "refused": n.refused()})
+                    })
+                    .collect();
+                serde_json::json!({"port": p.id(), "name": p.name(), "stats": p.stats(),
+                                   "rx_nodes": nodes})
+            })
+            .collect()
     }
 }
 
@@ -344,7 +386,7 @@ mod dpdk_io {
 #[cfg(not(feature = "dpdk"))]
 mod dpdk_io {
     use super::{CommonArgs, Input};
-    use pktvec::graph::GraphBuilder;
+    use pktvec::graph::{Graph, GraphBuilder};
     use pktvec::packet::BufferPool;
 
     const MSG: &str = "--dpdk needs DPDK support: rebuild with `--features dpdk` \
@@ -363,5 +405,8 @@ mod dpdk_io {
     ) -> Result<(), Box<dyn std::error::Error>> {
         Err(MSG.into())
     }
-    pub fn report(_: &CommonArgs) {}
+    pub fn report(_: &Graph, _: &CommonArgs) {}
+    pub fn json(_: &Graph, _: &CommonArgs) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
