@@ -52,10 +52,16 @@ pub struct CommonArgs {
     pub json: bool,
     /// Receive from and transmit to DPDK ports instead: the EAL arguments, e.g.
     /// "--no-huge -m 1024 --no-pci --vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap".
-    /// Every port is polled on rx queue 0; a packet leaves on the port whose index is its
-    /// tx interface (all on the one port if there is one). Needs `--features dpdk`.
+    /// Every port is polled on its rx queues (`--rx-queues`); a packet leaves on the port
+    /// whose index is its tx interface (all on the one port if there is one), by tx queue 0.
+    /// Needs `--features dpdk`.
     #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["pcap_in", "pcap_out"])]
     pub dpdk: Option<String>,
+    /// With `--dpdk`: receive queues per port (RSS spreads flows over them where the
+    /// device hashes; net_pcap needs one `rx_pcap=` per queue), each polled by its own rx
+    /// node of the one graph (`input`, `input-1`, ...).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub rx_queues: u16,
 }
 
 impl CommonArgs {
@@ -278,7 +284,13 @@ mod dpdk_io {
                 Mempool::new(&eal, args.buffers.max(1024), 2048).map_err(|e| e.to_string())?;
             let ports = ids
                 .iter()
-                .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
+                .map(|&id| {
+                    let cfg = PortConfig {
+                        rx_queues: args.rx_queues,
+                        ..PortConfig::default()
+                    };
+                    Port::start(&eal, id, &mempool, &cfg)
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| e.to_string())?;
             Ok(Io { mempool, ports })
@@ -292,15 +304,19 @@ mod dpdk_io {
 
     pub fn input(args: &CommonArgs) -> Result<Input, Box<dyn std::error::Error>> {
         let io = io(args)?;
-        let per_port = args.packets.div_ceil(io.ports.len() as u64);
+        // The packet limit split over every (port, queue): each rx node stops at its share.
+        let queues = io.ports.len() as u64 * args.rx_queues as u64;
+        let per_queue = args.packets.div_ceil(queues);
         Ok(Input::Dpdk(
             io.ports
                 .iter()
                 .enumerate()
-                .map(|(i, p)| {
-                    DpdkRx::new(p, 0)
-                        .with_rx_interface(i as u16)
-                        .with_limit(per_port)
+                .flat_map(|(i, p)| {
+                    (0..p.rx_queues()).map(move |q| {
+                        DpdkRx::new(p, q)
+                            .with_rx_interface(i as u16)
+                            .with_limit(per_queue)
+                    })
                 })
                 .collect(),
         ))
