@@ -360,3 +360,149 @@ fn bad_inputs_are_clear_errors() {
         assert!(Port::start(eal, id, mempool, &cfg).is_err());
     });
 }
+
+next_nodes! {
+    /// The one arc of [`Faulty`].
+    enum FaultyNext {
+        Out = "tx",
+    }
+}
+
+node_errors! {
+    /// [`Faulty`] drops nothing.
+    enum FaultyError {
+        Never = "never",
+    }
+}
+
+/// What [`Faulty`] does to each frame.
+type FrameEdit = Box<dyn FnMut(&mut pktvec_packet::BufferPool, &mut Vec<u32>) + Send>;
+
+/// A node with a bug, as a user's node might have one: `f` edits each frame (metadata,
+/// indices) before it goes on to the tx node.
+struct Faulty(FrameEdit);
+
+impl Node for Faulty {
+    type Next = FaultyNext;
+    type Error = FaultyError;
+    const KIND: NodeKind = NodeKind::Internal;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let mut bis = frame.buffers().to_vec();
+        frame.clear();
+        (self.0)(cx.pool_mut(), &mut bis);
+        cx.enqueue_slice(&bis, FaultyNext::Out);
+    }
+}
+
+/// gen (`n` packets of 60..1514 bytes) → faulty(`f`) → `tx`.
+fn faulty_graph(
+    mempool: &Mempool,
+    n: u64,
+    f: impl FnMut(&mut pktvec_packet::BufferPool, &mut Vec<u32>) + Send + 'static,
+    tx: DpdkTx,
+) -> Graph {
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add("gen", PacketSource::new(frames(8)).with_limit(n))
+        .add("faulty", Faulty(Box::new(f)))
+        .add("tx", tx)
+        .set_next("gen", SourceNext::Out, "faulty");
+    b.build(mempool.buffer_pool().unwrap()).unwrap()
+}
+
+#[test]
+fn a_place_beyond_the_buffer_is_sent_as_the_accessors_show_it() {
+    with_mempool(2048, |eal, mempool| {
+        let (input, output) = (tmp("beyond-in.pcap"), tmp("beyond-out.pcap"));
+        write_pcap(&input, &[]).unwrap();
+        let dev = format!(
+            "net_pcap50,rx_pcap={},tx_pcap={}",
+            input.display(),
+            output.display()
+        );
+        let port = start(eal, mempool, &dev);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        // The buffer is 2,176 bytes (headroom and data room): offset 2,100 leaves 76.
+        let mut g = faulty_graph(
+            mempool,
+            10,
+            move |pool, bis| {
+                for &bi in bis.iter() {
+                    let m = pool.meta_mut(bi);
+                    (m.data_offset, m.len) = (2100, 5000);
+                    s.lock().unwrap().push(pool.data(bi).to_vec());
+                }
+            },
+            DpdkTx::new(&port, 0),
+        );
+        g.run_until_idle();
+        assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent(), 10);
+        drop(g);
+        drop(port);
+        let sent = read_capture(&output).unwrap().packets;
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.iter().map(Vec::len).collect::<Vec<_>>(), vec![76; 10]);
+        assert_eq!(
+            sent, *seen,
+            "the driver sent what the nodes saw, not past the buffer"
+        );
+    });
+}
+
+#[test]
+fn bad_indices_from_a_node_are_refused_not_sent() {
+    with_mempool(2048, |eal, mempool| {
+        let ports = [
+            start(eal, mempool, "net_null51"),
+            start(eal, mempool, "net_null52"),
+        ];
+        for by_interface in [false, true] {
+            let tx = if by_interface {
+                DpdkTx::by_interface(&[(ports[0].clone(), 0), (ports[1].clone(), 0)])
+            } else {
+                DpdkTx::new(&ports[0], 0)
+            };
+            let mut g = faulty_graph(
+                mempool,
+                1000,
+                |pool, bis| {
+                    for &bi in bis.iter() {
+                        pool.meta_mut(bi).tx_if = (bi % 2) as u16;
+                    }
+                    // Indices no pool holds: out of range, and (freed first) one it gave up.
+                    let gone = bis.pop().unwrap();
+                    assert_eq!(pool.free_bulk(&[gone, 70_000]), 1, "a bad index in a free");
+                    bis.extend([u32::MAX, 70_000, gone]);
+                },
+                tx,
+            );
+            g.run_until_idle();
+            let sent = g.node::<DpdkTx>("tx").unwrap().sent();
+            let vectors = 1000u64.div_ceil(256);
+            assert_eq!(sent, 1000 - vectors, "by interface {by_interface}");
+            // Per vector: 70,000 in the free, then the three bad indices at the tx node.
+            assert_eq!(g.pool().double_frees(), 4 * vectors);
+            assert_eq!(g.pool().in_use(), 0);
+        }
+    });
+}
+
+#[test]
+fn a_queue_the_port_lacks_is_refused_when_the_node_is_made() {
+    with_mempool(1024, |eal, mempool| {
+        let port = start(eal, mempool, "net_null53");
+        let text = |f: &mut dyn FnMut()| {
+            let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+            e.downcast_ref::<String>().cloned().unwrap_or_default()
+        };
+        let rx = text(&mut || {
+            DpdkRx::new(&port, 5);
+        });
+        assert!(rx.contains("has 1 rx queues, no queue 5"), "{rx}");
+        let tx = text(&mut || {
+            DpdkTx::new(&port, 7);
+        });
+        assert!(tx.contains("has 1 tx queues, no queue 7"), "{tx}");
+    });
+}

@@ -43,8 +43,10 @@ pub enum PacketError {
     },
 }
 
+/// The packet's bytes inside a buffer of `buf_len` bytes, as `start..end`: the metadata's
+/// place cut to the buffer (a node may set any offset and length).
 #[inline]
-fn window(meta: &BufferMeta, buf_len: usize) -> (usize, usize) {
+pub(crate) fn window(meta: &BufferMeta, buf_len: usize) -> (usize, usize) {
     let start = (meta.data_offset as usize).min(buf_len);
     let end = (start + meta.len as usize).min(buf_len);
     (start, end)
@@ -90,11 +92,11 @@ impl<'a> Packet<'a> {
     pub fn bytes_at<const N: usize>(&self, at: usize) -> Option<&'a [u8; N]> {
         // Within the packet's length and within the buffer: then the window starts at
         // `data_offset` and reaches past `at + N`, so these are `data()[at..at + N]`.
-        if at + N > self.meta.len as usize {
+        if at.checked_add(N)? > self.meta.len as usize {
             return None;
         }
         self.buf
-            .get(self.meta.data_offset as usize + at..)?
+            .get((self.meta.data_offset as usize).checked_add(at)?..)?
             .first_chunk::<N>()
     }
     /// Packet length.
@@ -377,6 +379,16 @@ mod tests {
                 .copy_from_slice(&pre);
         }
         (pool, a, b, pre)
+    }
+
+    /// Offsets near `usize::MAX` do not wrap around to the headroom.
+    #[test]
+    fn bytes_at_far_offsets_are_none() {
+        let (pool, a, _, _) = two_buffers_holding(100, 400);
+        let p = pool.packet(a);
+        assert_eq!(p.bytes_at::<4>(usize::MAX - 1), None);
+        assert_eq!(p.bytes_at::<4>(usize::MAX), None);
+        assert_eq!(p.bytes_at::<4>(96), Some(&[96, 97, 98, 99]));
     }
 
     proptest! {

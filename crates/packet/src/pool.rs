@@ -21,7 +21,7 @@
 //! ```
 
 use crate::meta::{BufferMeta, MetaFlags, NO_INTERFACE};
-use crate::packet::{Packet, PacketMut};
+use crate::packet::{window, Packet, PacketMut};
 use crate::prefetch;
 use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
@@ -206,7 +206,15 @@ impl PrefetchHints {
 /// `buf_size` bytes at `base + i * stride`. A DPDK mempool populated in one chunk has this
 /// shape (each object is header, `rte_mbuf`, private area, buffer), so its buffers can be
 /// a [`BufferPool`] and a received mbuf enters the graph as an index, with no copy.
-#[derive(Clone, Copy, Debug)]
+///
+/// Neither `Clone` nor `Copy`: one region, one pool (two pools over one region could each
+/// hand out the same buffer).
+///
+/// ```compile_fail
+/// fn copies<T: Copy>() {}
+/// copies::<pktvec_packet::pool::ExternalRegion>();
+/// ```
+#[derive(Debug)]
 pub struct ExternalRegion {
     base: std::ptr::NonNull<u8>,
     stride: usize,
@@ -257,6 +265,19 @@ impl ExternalRegion {
             buf_size,
             headroom,
         })
+    }
+
+    /// The same region, for a view that borrows its pool ([`PacketsMut`]); private, so that
+    /// no second pool can be built over it.
+    #[inline(always)]
+    fn dup(&self) -> ExternalRegion {
+        ExternalRegion {
+            base: self.base,
+            stride: self.stride,
+            count: self.count,
+            buf_size: self.buf_size,
+            headroom: self.headroom,
+        }
     }
 
     /// Address of buffer `bi`'s first byte (`bi` < count is the caller's to check).
@@ -438,10 +459,10 @@ impl BufferPool {
         Ok(BufferPool {
             slots,
             hints,
-            region,
             stride: region.stride,
             headroom: region.headroom,
             buf_size: region.buf_size,
+            region,
             _owned: None,
             free: Vec::with_capacity(n),
             in_use: 0,
@@ -477,15 +498,26 @@ impl BufferPool {
     /// into use: its metadata is reset (packet at the default headroom, empty) for the
     /// caller to fill in. Returns false, counting it in [`bad_adopts`](Self::bad_adopts),
     /// if `bi` is not a buffer of this pool or is already in use.
+    ///
+    /// # Safety
+    /// `bi` must have been taken out of the backend by someone else (a driver's receive,
+    /// or a transmit it refused) and be handed over now: not in the backend's free list,
+    /// not in this pool's local cache, and used by no one else from now on. The pool
+    /// cannot tell such a buffer from one that is still free (an adopted free buffer could
+    /// be allocated again, or written by a NIC, while the graph holds it).
     #[inline]
-    pub fn adopt(&mut self, bi: u32) -> bool {
-        self.adopt_as(bi, self.headroom, 0, NO_INTERFACE)
+    pub unsafe fn adopt(&mut self, bi: u32) -> bool {
+        // SAFETY: the caller's contract is `adopt_as`'s.
+        unsafe { self.adopt_as(bi, self.headroom, 0, NO_INTERFACE) }
     }
 
     /// [`adopt`](Self::adopt) with the packet's place and receive interface filled in, in
     /// one write of the metadata line (a receive node's per-packet step).
+    ///
+    /// # Safety
+    /// As for [`adopt`](Self::adopt).
     #[inline]
-    pub fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
+    pub unsafe fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
         match self.slots.get_mut(bi as usize) {
             Some(m) if !m.is_held() => {
                 *m = Slot::held(
@@ -541,6 +573,10 @@ impl BufferPool {
     /// # Panics
     /// If `descs` and `bis` differ in length.
     ///
+    /// # Safety
+    /// Each buffer of `bis` that is not refused must be one the caller may hand over, as
+    /// for [`adopt`](Self::adopt).
+    ///
     /// ```
     /// use pktvec_packet::{BufferPool, PoolConfig};
     /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() }).unwrap();
@@ -548,13 +584,16 @@ impl BufferPool {
     /// pool.alloc_bulk(&mut taken); // 0 and 1 are now in use
     /// let mut burst = [5, 1, 6, 99];
     /// let lens = [60u16, 61, 62, 63];
-    /// let k = pool.adopt_bulk_as(&mut burst, &lens, 3, |&len| (128, len));
+    /// // SAFETY: an owned pool has no driver, so this breaks the contract for 5 and 6 (they
+    /// // are still on its free list); nothing allocates afterwards, so no buffer gets a
+    /// // second holder. A DPDK rx node adopts what `rte_eth_rx_burst` handed it.
+    /// let k = unsafe { pool.adopt_bulk_as(&mut burst, &lens, 3, |&len| (128, len)) };
     /// assert_eq!(&burst[..k], &[5, 6]); // 1 was in use, 99 is no buffer
     /// assert_eq!((pool.meta(6).data_offset, pool.meta(6).len, pool.meta(6).rx_if), (128, 62, 3));
     /// assert_eq!(pool.bad_adopts(), 2);
     /// ```
     #[inline]
-    pub fn adopt_bulk_as<T>(
+    pub unsafe fn adopt_bulk_as<T>(
         &mut self,
         bis: &mut [u32],
         descs: &[T],
@@ -941,10 +980,13 @@ impl BufferPool {
             return None;
         }
         let new = self.alloc()?;
-        debug_assert_ne!(new, bi, "a free buffer is never the held one");
+        if new == bi {
+            // Only if the free list was corrupted; never copy a buffer onto itself.
+            return None;
+        }
         let r = &self.region;
         // SAFETY: `bi` indexed `slots` above and `new` is a pool buffer, so both are
-        // < count; both are held (`bi` checked, `new` just allocated, so the two differ),
+        // < count; both are held (`bi` checked, `new` just allocated) and differ (checked),
         // so by the region contract both ranges are valid for `buf_size` bytes, disjoint,
         // and touched by no one else; `&mut self` keeps every other reference to the
         // pool's buffers away.
@@ -962,27 +1004,46 @@ impl BufferPool {
         self.free_bulk(std::slice::from_ref(&bi)) == 1
     }
 
-    /// Returns buffers to the pool; returns how many were freed (already-free buffers are
-    /// refused and counted in [`double_frees`](Self::double_frees)).
+    /// Returns buffers to the pool; returns how many were freed (already-free buffers and
+    /// indices out of range are refused and counted in
+    /// [`double_frees`](Self::double_frees)).
     #[inline]
     pub fn free_bulk(&mut self, bis: &[u32]) -> usize {
         // The in-use count and the spill to the backend are updated once per call, and the
         // loop has no branch: every index is written to the next free-list slot, which
         // only advances when the buffer was in use (the free list never grows past the
         // pool's size unless `bis` holds double frees, so the resize does not reallocate).
+        // An index out of range counts as a double free (refused, like a free buffer), so
+        // no index reaches the free list unchecked and nothing panics half way. One range
+        // check per call (a vectorised maximum) lets the usual loop skip it per buffer.
         let base = self.free.len();
         self.free.resize(base + bis.len(), 0);
-        let slots = &mut self.free[base..];
+        let free = &mut self.free[base..];
+        let pool = &mut self.slots;
+        let in_range = (max_index(bis) as usize) < pool.len();
         let mut n = 0;
         for &bi in bis {
-            let m = &mut self.slots[bi as usize];
-            let was_free = !m.is_held();
-            m.span = NOT_HELD;
+            let held = if in_range {
+                // SAFETY: `bi <= max_index(bis) < pool.len()`, checked above.
+                let m = unsafe { pool.get_unchecked_mut(bi as usize) };
+                let held = m.is_held();
+                m.span = NOT_HELD;
+                held
+            } else {
+                match pool.get_mut(bi as usize) {
+                    Some(m) => {
+                        let held = m.is_held();
+                        m.span = NOT_HELD;
+                        held
+                    }
+                    None => false,
+                }
+            };
             // Always some: `n` is at most the number of indices seen before this one.
-            if let Some(s) = slots.get_mut(n) {
+            if let Some(s) = free.get_mut(n) {
                 *s = bi;
             }
-            n += usize::from(!was_free);
+            n += usize::from(held);
         }
         self.free.truncate(base + n);
         self.double_frees += (bis.len() - n) as u64;
@@ -1064,25 +1125,22 @@ impl BufferPool {
         PacketMut::new(&mut slot.meta, bytes)
     }
 
-    /// The packet bytes of buffer `bi` (same as `packet(bi).data()`; empty for a buffer
-    /// the pool does not hold).
+    /// The packet bytes of buffer `bi` (same as `packet(bi).data()`: the metadata's place
+    /// cut to the buffer; empty for a buffer the pool does not hold).
     #[inline]
     pub fn data(&self, bi: u32) -> &[u8] {
-        let m = &self.slots[bi as usize].meta;
-        let start = m.data_offset as usize;
-        self.bytes(bi)
-            .get(start..start + m.len as usize)
-            .unwrap_or_default()
+        let bytes = self.bytes(bi);
+        let (s, e) = window(&self.slots[bi as usize].meta, bytes.len());
+        &bytes[s..e]
     }
 
     /// Mutable packet bytes of buffer `bi` (empty for a buffer the pool does not hold).
     #[inline]
     pub fn data_mut(&mut self, bi: u32) -> &mut [u8] {
         let m = self.slots[bi as usize].meta;
-        let start = m.data_offset as usize;
-        self.bytes_mut(bi)
-            .get_mut(start..start + m.len as usize)
-            .unwrap_or_default()
+        let bytes = self.bytes_mut(bi);
+        let (s, e) = window(&m, bytes.len());
+        &mut bytes[s..e]
     }
 
     /// Prefetches the metadata line of buffer `bi`.
@@ -1132,7 +1190,7 @@ impl BufferPool {
     pub fn packets_mut(&mut self) -> PacketsMut<'_> {
         PacketsMut {
             slots: &mut self.slots,
-            region: self.region,
+            region: self.region.dup(),
             hints: self.hints,
             _bytes: std::marker::PhantomData,
         }
@@ -1204,9 +1262,15 @@ impl PacketsMut<'_> {
 }
 
 impl Drop for BufferPool {
-    /// Hands the local cache back to the backend (external memory); the backend's own drop
-    /// then releases the memory.
+    /// Hands the local cache and every buffer still held (in a frame of the graph being
+    /// dropped, or kept by a node) back to the backend (external memory): nothing can
+    /// reach them after the pool is gone, so they would be lost to the backend otherwise.
+    /// The backend's own drop then releases the memory.
     fn drop(&mut self) {
+        if self.backend.is_some() {
+            let held = (0..self.slots.len() as u32).filter(|&bi| self.slots[bi as usize].is_held());
+            self.free.extend(held);
+        }
         self.flush_cache();
     }
 }
@@ -1214,6 +1278,27 @@ impl Drop for BufferPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The adoption tests play the driver themselves: a buffer they adopt is still on the
+    // pool's free list or in its test backend, which `adopt`'s contract forbids because a
+    // later allocation could hand it out a second time.
+    // SAFETY (of the three helpers): no test allocates a buffer it adopted before freeing
+    // it, and only the test's thread touches the memory, so no buffer gets two holders.
+    fn adopt(p: &mut BufferPool, bi: u32) -> bool {
+        unsafe { p.adopt(bi) }
+    }
+    fn adopt_as(p: &mut BufferPool, bi: u32, off: u16, len: u16, rx_if: u16) -> bool {
+        unsafe { p.adopt_as(bi, off, len, rx_if) }
+    }
+    fn adopt_bulk<T>(
+        p: &mut BufferPool,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        unsafe { p.adopt_bulk_as(bis, descs, rx_if, place) }
+    }
 
     fn small(n: u32) -> BufferPool {
         BufferPool::new(PoolConfig {
@@ -1375,6 +1460,65 @@ mod tests {
         p.prefetch(1_000_000);
     }
 
+    /// An index out of range in a free is refused and counted like a double free: no
+    /// panic half way, nothing added to the free list, every buffer still handed out once.
+    #[test]
+    fn free_of_an_index_out_of_range_is_refused_whole() {
+        for over_external in [false, true] {
+            let mut mem = vec![Line([0; CACHE_LINE]); 8 * 4];
+            let mut p = if over_external {
+                external(&mut mem, 8, 256)
+            } else {
+                small(8)
+            };
+            let a = p.alloc().unwrap();
+            assert_eq!(p.free_bulk(&[a, 99, u32::MAX, a]), 1);
+            assert_eq!((p.double_frees(), p.in_use()), (3, 0));
+            let mut all = [0u32; 9];
+            assert_eq!(p.alloc_bulk(&mut all), 8, "external {over_external}");
+            let mut seen = all[..8].to_vec();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..8).collect::<Vec<u32>>(), "each buffer once");
+            assert_eq!(p.free_bulk(&all[..8]), 8);
+        }
+    }
+
+    /// Dropping an external pool gives the backend every buffer back, held ones included
+    /// (a graph dropped with packets in its frames, a node that kept buffers).
+    #[test]
+    fn dropping_an_external_pool_returns_held_buffers() {
+        struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u32>>>);
+        impl BufferBackend for Shared {
+            fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
+                let mut f = self.0.lock().unwrap();
+                let n = out.len().min(f.len());
+                for o in &mut out[..n] {
+                    *o = f.pop().unwrap();
+                }
+                n
+            }
+            fn free_bulk(&mut self, bis: &[u32]) {
+                self.0.lock().unwrap().extend_from_slice(bis)
+            }
+            fn available(&self) -> usize {
+                self.0.lock().unwrap().len()
+            }
+        }
+        let mut mem = vec![Line([0; CACHE_LINE]); 16 * 4];
+        let free = std::sync::Arc::new(std::sync::Mutex::new((0..16).collect::<Vec<u32>>()));
+        let base =
+            std::ptr::NonNull::new(bytemuck::cast_slice_mut::<Line, u8>(&mut mem).as_mut_ptr());
+        // SAFETY: `mem` outlives the pool and only the pool touches it.
+        let region = unsafe { ExternalRegion::new(base.unwrap(), 256, 16, 192, 64) }.unwrap();
+        let mut p = BufferPool::with_external(region, Box::new(Shared(free.clone()))).unwrap();
+        let mut held = [0u32; 5];
+        assert_eq!(p.alloc_bulk(&mut held), 5);
+        drop(p);
+        let mut back = free.lock().unwrap().clone();
+        back.sort_unstable();
+        assert_eq!(back, (0..16).collect::<Vec<u32>>());
+    }
+
     /// A backend over a Vec free list, counting its calls.
     struct VecBackend {
         free: Vec<u32>,
@@ -1509,22 +1653,22 @@ mod tests {
         let mut mem = vec![Line([0; 64]); 16 * 4];
         let mut p = external(&mut mem, 16, 256);
         // A "driver" takes buffers 3 and 9 from the backend and fills them.
-        assert!(p.adopt(3));
-        assert!(p.adopt(9));
-        assert!(!p.adopt(9), "already in use");
-        assert!(!p.adopt(16), "out of range");
+        assert!(adopt(&mut p, 3));
+        assert!(adopt(&mut p, 9));
+        assert!(!adopt(&mut p, 9), "already in use");
+        assert!(!adopt(&mut p, 16), "out of range");
         assert_eq!(p.bad_adopts(), 2);
         p.packet_mut(3).append(4).unwrap().copy_from_slice(b"abcd");
         assert_eq!(p.in_use(), 2);
         // 3 leaves for transmission, 9 is dropped.
         assert!(p.release(3));
         assert!(!p.release(3));
-        assert!(p.adopt_as(5, 100, 60, 2));
+        assert!(adopt_as(&mut p, 5, 100, 60, 2));
         assert_eq!(
             (p.meta(5).data_offset, p.meta(5).len, p.meta(5).rx_if),
             (100, 60, 2)
         );
-        assert!(!p.adopt_as(5, 0, 0, 0));
+        assert!(!adopt_as(&mut p, 5, 0, 0, 0));
         assert_eq!(p.release_data(5), Some((100, 60)));
         assert_eq!(p.release_data(5), None);
         assert!(p.free(9));
@@ -1541,9 +1685,9 @@ mod tests {
         for at in 0..9usize {
             // A burst of 9 buffers, all in range; the one at `at` is already in use.
             let mut bis: Vec<u32> = (10..19).collect();
-            assert!(p.adopt(bis[at]));
+            assert!(adopt(&mut p, bis[at]));
             let descs: Vec<(u16, u16)> = (0..9).map(|i| (100 + i, 60 + i)).collect();
-            let k = p.adopt_bulk_as(&mut bis, &descs, 2, |&d| d);
+            let k = adopt_bulk(&mut p, &mut bis, &descs, 2, |&d| d);
             let want: Vec<u32> = (10..19).filter(|&b| b != 10 + at as u32).collect();
             assert_eq!(&bis[..k], &want[..], "in use at {at}");
             for (i, bi) in (10..19u32).enumerate().filter(|&(i, _)| i != at) {
@@ -1573,7 +1717,7 @@ mod tests {
         assert_eq!((p.bad_adopts(), p.double_frees()), (9, 18));
         // A duplicate inside one burst, all in range, is caught by the fast path's test.
         let mut bis = [3u32, 4, 3, 5];
-        let k = p.adopt_bulk_as(&mut bis, &[(1u16, 2u16); 4], 0, |&d| d);
+        let k = adopt_bulk(&mut p, &mut bis, &[(1u16, 2u16); 4], 0, |&d| d);
         assert_eq!(&bis[..k], &[3, 4, 5]);
         assert_eq!(p.bad_adopts(), 10);
         assert_eq!(p.free_bulk(&bis[..k]), 3);
@@ -1584,7 +1728,7 @@ mod tests {
         let mut mem = vec![Line([0; 64]); 16 * 4];
         let mut p = external(&mut mem, 16, 256);
         // Dirty a line through a full adopt/edit/release cycle first.
-        assert!(p.adopt_as(4, 100, 10, 1));
+        assert!(adopt_as(&mut p, 4, 100, 10, 1));
         {
             let m = p.meta_mut(4);
             m.flags.insert(MetaFlags::L3_VALID);
@@ -1595,7 +1739,7 @@ mod tests {
         assert!(p.release(4));
         let mut bis = [4u32, 7, 4, 40];
         let descs = [(128u16, 60u16), (130, 61), (132, 62), (134, 63)];
-        let k = p.adopt_bulk_as(&mut bis, &descs, 3, |&(o, l)| (o, l));
+        let k = adopt_bulk(&mut p, &mut bis, &descs, 3, |&(o, l)| (o, l));
         assert_eq!(&bis[..k], &[4, 7]);
         assert_eq!(p.bad_adopts(), 2); // 4 again (in use by then) and 40 (no buffer)
         for (bi, (o, l)) in [(4u32, (128u16, 60u16)), (7, (130, 61))] {
@@ -1659,9 +1803,9 @@ mod tests {
             assert_eq!(out, [u32::MAX, a], "external {over_external}");
             assert_eq!((p.double_frees(), p.in_use()), (4, 0));
             // Adopting is the other way round: a held buffer is refused, a free one taken.
-            assert!(p.adopt(a));
+            assert!(adopt(&mut p, a));
             *p.meta_mut(a) = BufferMeta::default();
-            assert!(!p.adopt(a) && p.is_allocated(a));
+            assert!(!adopt(&mut p, a) && p.is_allocated(a));
             assert!(p.free(a));
         }
     }

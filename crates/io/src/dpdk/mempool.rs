@@ -130,6 +130,13 @@ impl Layout {
         self
     }
 
+    /// Bytes of an mbuf's data buffer (`buf_len`, headroom included): a buffer's size in
+    /// the pool over this mempool.
+    #[inline(always)]
+    pub(crate) fn buf_len(&self) -> u16 {
+        self.buf_len
+    }
+
     /// Number of mbufs (indices are below it).
     #[inline(always)]
     pub(crate) fn count(&self) -> u32 {
@@ -239,15 +246,26 @@ unsafe impl Send for MempoolInner {}
 unsafe impl Sync for MempoolInner {}
 
 impl Drop for MempoolInner {
+    /// Frees the mempool if every mbuf is back in it. Otherwise some are still out, e.g.
+    /// in a ring that a port made by [`Eal::ring_port`] filled and that outlives the port:
+    /// whoever dequeues them later would hold mbufs of freed memory, so the mempool is
+    /// kept (its memory leaks, until the process exits) instead.
     fn drop(&mut self) {
+        // SAFETY: valid pool pointer: it is freed below, at the earliest.
+        let back = unsafe { sys::rte_mempool_avail_count(self.mp.as_ptr()) };
+        if back < self.layout.count {
+            return;
+        }
         // SAFETY: the last reference is gone: no port (they hold an Arc) and no buffer pool
-        // (its backend holds an Arc) uses the mempool any more.
+        // (its backend holds an Arc) uses the mempool any more, and every mbuf is in it.
         unsafe { sys::rte_mempool_free(self.mp.as_ptr()) };
     }
 }
 
 /// A DPDK mbuf pool (`rte_pktmbuf_pool_create`) whose mbufs are also the buffers of a
 /// [`BufferPool`]: buffer index `i` is the `i`-th mbuf in memory. Cheap to clone (shared).
+/// Freed when the last clone, port and buffer pool using it are gone, if every mbuf is back
+/// (mbufs still in a ring would otherwise point into freed memory; then it is kept).
 #[derive(Clone)]
 pub struct Mempool {
     pub(crate) inner: Arc<MempoolInner>,

@@ -96,7 +96,17 @@ fn wrong_pool(node: &str, port: &Port) -> ! {
 
 impl DpdkRx {
     /// Polls queue `queue` of `port`; packets record the port id as their rx interface.
+    ///
+    /// # Panics
+    /// If `queue` is not one of the port's rx queues.
     pub fn new(port: &Arc<Port>, queue: u16) -> Self {
+        assert!(
+            queue < port.rx_queues(),
+            "DpdkRx: port {} ({}) has {} rx queues, no queue {queue}",
+            port.id(),
+            port.name(),
+            port.rx_queues()
+        );
         DpdkRx {
             port: port.clone(),
             queue,
@@ -167,7 +177,6 @@ impl DpdkRx {
             }
         }
         self.multiseg.clear();
-        self.received += n as u64;
         let l = self.layout;
         // Pass 1: mbuf -> buffer index (branch-free, see `Layout::index_burst`) into `ready`,
         // with one range check for the whole burst. (No metadata prefetch: pass 2 has no
@@ -180,7 +189,7 @@ impl DpdkRx {
         // line written whole per packet); chained mbufs are cut to their first segment.
         let multiseg = &mut self.multiseg;
         let descs = &self.burst[..n];
-        let k = pool.adopt_bulk_as(&mut self.ready[..n], descs, self.rx_if, |&m| {
+        let place = |&m: &usize| {
             // SAFETY: pass 1 checked that `m` is an mbuf of our mempool; the driver just
             // filled it and handed it over, and nobody else touches it now. Only header
             // fields are read (and, for a chain, written).
@@ -192,8 +201,15 @@ impl DpdkRx {
                 }
                 (mb.data_off, mb.data_len)
             }
-        });
+        };
+        // SAFETY: each index is an mbuf of the pool's mempool (pass 1) that
+        // `rte_eth_rx_burst` just handed over: out of the mempool, in no driver queue, and
+        // ours alone, which is what adoption asks.
+        let k = unsafe { pool.adopt_bulk_as(&mut self.ready[..n], descs, self.rx_if, place) };
         self.refused += (n - k) as u64;
+        // Received: what entered the pool (foreign and refused mbufs are not counted, nor
+        // do they use up the limit).
+        self.received += k as u64;
         if self.multiseg.is_empty() {
             return k;
         }
@@ -340,17 +356,32 @@ impl Node for DpdkRx {
 fn fill_tx_burst(pool: &mut BufferPool, l: Layout, bis: &[u32], burst: &mut [usize]) -> usize {
     pool.release_bulk_map(bis, burst, 0, move |bi, meta| {
         let m = l.mbuf(bi);
+        // Nodes may set any place; the driver reads `data_len` bytes at `data_off`.
+        let (mut off, mut len) = (meta.data_offset, meta.len);
+        if off as u32 + len as u32 > l.buf_len() as u32 {
+            (off, len) = clamp_place(off, len, l.buf_len());
+        }
         // SAFETY: the pool held `bi` (release_bulk_map checked it), so `m` is its mbuf,
         // owned by us until the caller's burst hands it to the driver; only header fields
-        // are written.
+        // are written, and the place they give lies inside the mbuf's buffer (above).
         unsafe {
             let mb = &mut *sys::header(m);
-            mb.data_off = meta.data_offset;
-            mb.pkt_len = meta.len as u32;
-            mb.data_len = meta.len;
+            mb.data_off = off;
+            mb.pkt_len = len as u32;
+            mb.data_len = len;
         }
         m as usize
     })
+}
+
+/// The part of a place (`data_offset`, `len`) that lies inside a buffer of `buf_len` bytes:
+/// what the packet accessors show of a packet whose metadata a node set beyond its buffer,
+/// and so what is sent (the driver must never read past the mbuf's buffer).
+#[cold]
+#[inline(never)]
+fn clamp_place(off: u16, len: u16, buf_len: u16) -> (u16, u16) {
+    let off = off.min(buf_len);
+    (off, len.min(buf_len - off))
 }
 
 /// Frees the segments after the first of a chained mbuf and makes it a one-segment mbuf
@@ -412,10 +443,20 @@ impl DpdkTx {
     /// Transmits a packet with `tx_if == i` on `queues[i]`.
     ///
     /// # Panics
-    /// If `queues` is empty or its ports were started over different mempools (one
-    /// graph, one buffer pool: its mbufs are one mempool's).
+    /// If `queues` is empty, names a queue its port does not have, or its ports were
+    /// started over different mempools (one graph, one buffer pool: its mbufs are one
+    /// mempool's).
     pub fn by_interface(queues: &[(Arc<Port>, u16)]) -> Self {
         assert!(!queues.is_empty(), "DpdkTx needs at least one port");
+        for (p, q) in queues {
+            assert!(
+                *q < p.tx_queues(),
+                "DpdkTx: port {} ({}) has {} tx queues, no queue {q}",
+                p.id(),
+                p.name(),
+                p.tx_queues()
+            );
+        }
         let first = &queues[0].0.mempool;
         if let Some((p, _)) = queues
             .iter()
@@ -530,7 +571,9 @@ impl DpdkTx {
                 .layout
                 .index(m)
                 .expect("an mbuf of the graph's mempool");
-            cx.pool_mut().adopt(bi);
+            // SAFETY: the pool released `bi` into this burst and the driver refused it, so
+            // it is ours alone again (in no queue, not in the mempool).
+            unsafe { cx.pool_mut().adopt(bi) };
             self.full += 1;
             cx.drop_buffer(bi, DpdkTxError::QueueFull);
         }
@@ -553,6 +596,12 @@ impl Node for DpdkTx {
         }
         // Several ports: sort the frame by tx interface first (order kept per port).
         for &bi in frame.buffers() {
+            if !cx.pool().is_allocated(bi) {
+                // Not a buffer the pool holds (a node's bug): refused and counted as a
+                // double free, as the one-port path's release does; never sent.
+                cx.pool_mut().free(bi);
+                continue;
+            }
             let qi = cx.pool().meta(bi).tx_if as usize;
             match self.queues.get_mut(qi) {
                 Some(q) => q.pending.push(bi),
