@@ -6,6 +6,7 @@
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 #include <rte_eth_ring.h>
+#include <stdio.h>
 #include <string.h>
 #include <errno.h>
 #include <stddef.h>
@@ -97,12 +98,24 @@ void pktvec_rte_pktmbuf_init_all(struct rte_mempool *mp)
 	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
 }
 
-/* The ring named `name`, created with `size` slots if it does not exist yet. */
+/* Rings of ring ports carry this prefix, so that `pktvec_ring_port` can only ever find the
+   rings it created itself: never a mempool's free ring ("MP_...") or another library's. */
+#define RING_PORT_PREFIX "pktvec:"
+
+/* The ring ring ports call `name`, created with `size` slots if it does not exist yet;
+   NULL with rte_errno set on failure (ENAMETOOLONG for a name too long). */
 static struct rte_ring *ring_by_name(const char *name, unsigned int size)
 {
-	struct rte_ring *r = rte_ring_lookup(name);
+	char full[RTE_RING_NAMESIZE];
+	struct rte_ring *r;
+
+	if ((unsigned int)snprintf(full, sizeof(full), RING_PORT_PREFIX "%s", name) >= sizeof(full)) {
+		rte_errno = ENAMETOOLONG;
+		return NULL;
+	}
+	r = rte_ring_lookup(full);
 	if (r == NULL)
-		r = rte_ring_create(name, size, (int)rte_socket_id(), 0);
+		r = rte_ring_create(full, size, (int)rte_socket_id(), 0);
 	return r;
 }
 
@@ -112,8 +125,6 @@ int pktvec_ring_port(const char *name, const char *rx_ring, const char *tx_ring,
 	struct rte_ring *rx, *tx;
 	int port;
 
-	if (strlen(rx_ring) >= RTE_RING_NAMESIZE || strlen(tx_ring) >= RTE_RING_NAMESIZE)
-		return -ENAMETOOLONG;
 	rx = ring_by_name(rx_ring, size);
 	if (rx == NULL)
 		return -rte_errno;

@@ -39,12 +39,14 @@ void pktvec_rte_pktmbuf_init_all(struct rte_mempool *mp);
 void pktvec_rte_mbuf_offsets(unsigned int out[10]);
 /* sizeof(struct rte_mbuf), checked against the Rust layout in tests */
 unsigned int pktvec_rte_mbuf_size(void);
-/* An ethdev port over two rte_rings (net_ring's rte_eth_from_rings): it receives what is
-   enqueued on the ring named `rx_ring` and transmits into the ring named `tx_ring`; a ring
-   that does not exist yet is created with `size` slots (a power of two), multi-producer and
-   multi-consumer, so several ports may share one. Returns the port id, or a negative errno
-   (-ENAMETOOLONG for a ring name too long). Rings are never freed: they live as long as
-   the EAL (closing a port made from rings leaves them). */
+/* An ethdev port over two rte_rings (net_ring's rte_eth_from_rings; its device name is
+   "net_ring_<name>"): it receives what is enqueued on the ring named `rx_ring` and
+   transmits into the ring named `tx_ring`. The rings live in a namespace of their own (a
+   private prefix), so only rings made by this function are ever found; one that does not
+   exist yet is created with `size` slots (a power of two; it holds size - 1 mbufs),
+   multi-producer and multi-consumer, so several ports may share one. Returns the port id,
+   or a negative errno (-ENAMETOOLONG for a ring name over 21 bytes). Rings are never
+   freed: they live as long as the EAL (closing a port made from rings leaves them). */
 int pktvec_ring_port(const char *name, const char *rx_ring, const char *tx_ring,
                      unsigned int size);
 

@@ -16,7 +16,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn eal() -> Eal {
     let args = format!(
-        "--no-huge -m 256 --no-pci --no-shconf --file-prefix=pktvec-mismatch-{} -l 0 --log-level=lib.eal:error",
+        "--no-huge -m 256 --no-pci --no-shconf --file-prefix=pktvec-two-mempools-{} -l 0 --log-level=lib.eal:error",
         std::process::id()
     );
     Eal::init(&args).expect("EAL init with virtual devices only")
@@ -141,7 +141,7 @@ fn mbufs_of_another_mempool_go_back_to_it_and_are_counted() {
         let b = port("ring_b", "ring_x", "ring_b_tx", mp_b);
         // Bad arguments are errors: a port name taken, a ring name too long, a ring size
         // that is not a power of two.
-        let long = "r".repeat(40);
+        let long = "r".repeat(22);
         for (name, rx, size) in [
             ("ring_b", "ring_y", 64),
             ("ring_d", &long[..], 64),
@@ -150,6 +150,27 @@ fn mbufs_of_another_mempool_go_back_to_it_and_are_counted() {
             let e = eal.ring_port(name, rx, "ring_b_tx", size).unwrap_err();
             assert!(e.to_string().contains("rte_eth_from_rings"), "{name}: {e}");
         }
+        assert!(
+            eal.ring_port("ring_g", &long[..21], "ring_g_tx", 64)
+                .is_ok(),
+            "21 bytes"
+        );
+        assert_eq!(eal.port_name(b.id()).unwrap(), "net_ring_ring_b");
+        // Port names up to 19 bytes (DPDK's limit through rte_eth_from_rings).
+        assert!(eal
+            .ring_port(&"q".repeat(19), "ring_h", "ring_h", 64)
+            .is_ok());
+        assert!(eal
+            .ring_port(&"q".repeat(20), "ring_h", "ring_h", 64)
+            .is_err());
+        // A mempool's own free ring is out of reach: its name gives a new, empty ring.
+        let mp_ring = format!("MP_{}", mp_a.name());
+        let f = port("ring_f", &mp_ring, "ring_f_tx", mp_b);
+        let mut pool = mp_b.buffer_pool().unwrap();
+        let mut got = Vec::new();
+        assert_eq!(DpdkRx::new(&f, 0).rx_into(&mut pool, &mut got, 256), 0);
+        drop(pool);
+        assert_eq!(mp_a.available(), mp_a.capacity());
         // B's frames carry their number (mod 256) in byte 0, A's are all 0xAA.
         let ours: Vec<Vec<u8>> = (0..=255u8).map(|i| vec![i; 60]).collect();
         for round in 0..2 {

@@ -540,14 +540,14 @@ impl BufferPool {
     }
 
     /// [`release`](Self::release) that also returns the packet's data offset and length
-    /// (a transmit node's per-packet step), or `None` if `bi` was not in use.
+    /// (a transmit node's per-packet step), or `None` if `bi` was not in use or is not a
+    /// buffer of this pool (counted as a double free).
     #[inline]
     pub fn release_data(&mut self, bi: u32) -> Option<(u16, u16)> {
-        let m = &mut self.slots[bi as usize];
-        if !m.is_held() {
+        let Some(m) = self.slots.get_mut(bi as usize).filter(|m| m.is_held()) else {
             self.double_frees += 1;
             return None;
-        }
+        };
         m.span = NOT_HELD;
         self.in_use -= 1;
         Some((m.meta.data_offset, m.meta.len))
@@ -968,7 +968,7 @@ impl BufferPool {
     }
 
     /// Allocates a new buffer holding a copy of packet `bi` (bytes at the same offset, and
-    /// the metadata, except for flags the pool owns). `None` if the pool is empty or does
+    /// the metadata, except the `TRACED` flag). `None` if the pool is empty or does
     /// not hold `bi` (a stale index: its bytes may be a driver's). For replication
     /// (flooding, mirroring).
     ///
@@ -1460,8 +1460,9 @@ mod tests {
         p.prefetch(1_000_000);
     }
 
-    /// An index out of range in a free is refused and counted like a double free: no
-    /// panic half way, nothing added to the free list, every buffer still handed out once.
+    /// An index out of range in a free or a release is refused and counted like a double
+    /// free: no panic half way, nothing added to the free list, every buffer still handed
+    /// out once.
     #[test]
     fn free_of_an_index_out_of_range_is_refused_whole() {
         for over_external in [false, true] {
@@ -1480,6 +1481,8 @@ mod tests {
             seen.sort_unstable();
             assert_eq!(seen, (0..8).collect::<Vec<u32>>(), "each buffer once");
             assert_eq!(p.free_bulk(&all[..8]), 8);
+            assert!(!p.release(99) && p.release_data(u32::MAX).is_none());
+            assert_eq!(p.double_frees(), 5);
         }
     }
 

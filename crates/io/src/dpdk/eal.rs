@@ -103,12 +103,15 @@ impl Eal {
 
     /// Creates an ethdev port over two named rings and returns its id: the port receives
     /// what is enqueued on `rx_ring` and transmits into `tx_ring`. A ring that does not
-    /// exist yet is created with `size` slots (a power of two), multi-producer and
-    /// multi-consumer, so ports can share rings: two ports with swapped names are a
-    /// back-to-back pair, several ports transmitting into one ring merge their traffic.
-    /// This is net_ring's `rte_eth_from_rings`; unlike a `--vdev=net_ring0` port, which only
-    /// loops back to itself, it lets ports with different mempools exchange mbufs within
-    /// one process. Rings live until the process exits (closing the port leaves them).
+    /// exist yet is created with `size` slots (a power of two; it holds `size - 1` mbufs),
+    /// multi-producer and multi-consumer, so ports can share rings: two ports with swapped
+    /// names are a back-to-back pair, several ports transmitting into one ring merge their
+    /// traffic. Ring names (at most 21 bytes) live in a namespace of their own, so a ring
+    /// port never reaches a ring it did not create (a mempool's, say). The port's device
+    /// name is `net_ring_<name>` (`name` at most 19 bytes). This is net_ring's `rte_eth_from_rings`; unlike a
+    /// `--vdev=net_ring0` port, which only loops back to itself, it lets ports with
+    /// different mempools exchange mbufs within one process. Rings live until the process
+    /// exits (closing the port leaves them).
     ///
     /// ```no_run
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -116,8 +119,9 @@ impl Eal {
     /// // What "left" transmits, "right" receives, and the other way round.
     /// let left = eal.ring_port("left", "to-left", "to-right", 1024)?;
     /// let right = eal.ring_port("right", "to-right", "to-left", 1024)?;
-    /// assert_eq!(eal.port_by_name("right")?, right);
-    /// # let _ = left; Ok(()) }
+    /// assert_eq!(eal.port_by_name("net_ring_right")?, right);
+    /// assert_eq!(eal.port_name(left)?, "net_ring_left");
+    /// # Ok(()) }
     /// ```
     pub fn ring_port(
         &self,
