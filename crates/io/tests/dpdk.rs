@@ -11,23 +11,17 @@ use pktvec_io::capture::{read_capture, write_pcap, CountingSink};
 use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, ObjectLayout, Port, PortConfig};
 use std::sync::{Arc, Mutex};
 
-/// One EAL per test process (a file prefix of its own, so test binaries may run side by
-/// side); DPDK control calls are serialised across test threads.
-static DPDK: Mutex<()> = Mutex::new(());
+mod common;
 
 fn eal() -> Eal {
-    let args = format!(
-        "--no-huge -m 512 --no-pci --no-shconf --file-prefix=pktvec-test-{} -l 0 --log-level=lib.eal:error",
-        std::process::id()
-    );
-    Eal::init(&args).expect("EAL init with virtual devices only")
+    common::eal("test", 512)
 }
 
 /// Runs `body` under the DPDK lock with the process's EAL and a new mempool of `mbufs`
 /// mbufs (laid out as `layout` says), then checks that every mbuf is back in the mempool
 /// (`body` drops whatever it built: graphs, ports).
 fn with_mempool_as(mbufs: u32, layout: ObjectLayout, body: impl FnOnce(&Eal, &Mempool)) {
-    let _g = DPDK.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::serial();
     let eal = eal();
     let mempool = Mempool::with_object_layout(&eal, mbufs, 2048, layout).unwrap();
     assert_eq!(mempool.available(), mempool.capacity());

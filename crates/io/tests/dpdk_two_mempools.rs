@@ -9,17 +9,18 @@
 use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
 use pktvec_graph::{Graph, GraphBuilder, GraphConfig};
 use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// One test at a time: they share the EAL and its memory.
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
 
 fn eal() -> Eal {
-    let args = format!(
-        "--no-huge -m 256 --no-pci --no-shconf --file-prefix=pktvec-two-mempools-{} -l 0 --log-level=lib.eal:error",
-        std::process::id()
-    );
-    Eal::init(&args).expect("EAL init with virtual devices only")
+    common::eal("two-mempools", 256)
+}
+
+/// A started port `name` over rings `rx` and `tx` (made on first use), over `mempool`.
+fn ring_port(eal: &Eal, mempool: &Mempool, name: &str, rx: &str, tx: &str) -> Arc<Port> {
+    let id = eal.ring_port(name, rx, tx, 4096).unwrap();
+    Port::start(eal, id, mempool, &PortConfig::default()).unwrap()
 }
 
 fn start(eal: &Eal, mempool: &Mempool, dev: &str) -> Arc<Port> {
@@ -43,7 +44,7 @@ fn panic_text(f: impl FnOnce()) -> String {
 
 #[test]
 fn a_graph_over_another_pool_stops_before_any_mbuf_is_touched() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::serial();
     let eal = eal();
     let mempool = &Mempool::new(&eal, 2048, 2048).unwrap();
     let eal = &eal;
@@ -124,18 +125,14 @@ fn sender(mempool: &Mempool, port: &Arc<Port>, templates: Vec<Vec<u8>>, n: u64, 
 
 #[test]
 fn mbufs_of_another_mempool_go_back_to_it_and_are_counted() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::serial();
     let eal = &eal();
     let mp_a = &Mempool::new(eal, 1024, 2048).unwrap();
     let mp_b = &Mempool::new(eal, 1024, 2048).unwrap();
     {
         // Ports `a` (mempool A) and `c` (mempool B) both transmit into ring "x", which
         // port `b` (mempool B) receives from: b's bursts mix mbufs of both mempools.
-        let cfg = PortConfig::default();
-        let port = |name: &str, rx: &str, tx: &str, mp: &Mempool| {
-            let id = eal.ring_port(name, rx, tx, 4096).unwrap();
-            Port::start(eal, id, mp, &cfg).unwrap()
-        };
+        let port = |name: &str, rx: &str, tx: &str, mp: &Mempool| ring_port(eal, mp, name, rx, tx);
         let a = port("ring_a", "ring_a_rx", "ring_x", mp_a);
         let c = port("ring_c", "ring_c_rx", "ring_x", mp_b);
         let b = port("ring_b", "ring_x", "ring_b_tx", mp_b);
@@ -231,7 +228,7 @@ fn mbufs_of_another_mempool_go_back_to_it_and_are_counted() {
 
 #[test]
 fn one_buffer_pool_per_mempool_at_a_time() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::serial();
     let eal = &eal();
     let mp = &Mempool::new(eal, 256, 2048).unwrap();
     let mut pool = mp.buffer_pool().unwrap();
@@ -255,19 +252,11 @@ fn one_buffer_pool_per_mempool_at_a_time() {
 /// to their own mempool and counted).
 #[test]
 fn a_mempool_with_mbufs_in_a_ring_is_kept_when_dropped() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::serial();
     let eal = &eal();
-    let cfg = PortConfig::default();
     {
         let m1 = Mempool::new(eal, 1024, 2048).unwrap();
-        let a = Port::start(
-            eal,
-            eal.ring_port("keep_a", "keep_a_rx", "keep_r", 1024)
-                .unwrap(),
-            &m1,
-            &cfg,
-        )
-        .unwrap();
+        let a = ring_port(eal, &m1, "keep_a", "keep_a_rx", "keep_r");
         let mut g = sender(&m1, &a, vec![vec![7; 60]], 10, 32);
         g.run_until_idle();
         assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent(), 10);
@@ -275,14 +264,7 @@ fn a_mempool_with_mbufs_in_a_ring_is_kept_when_dropped() {
         assert_eq!(m1.available(), m1.capacity() - 10, "ten mbufs in the ring");
     } // graph, port and the last handle of m1 gone, ten of its mbufs in ring "keep_r"
     let m2 = Mempool::new(eal, 1024, 2048).unwrap();
-    let b = Port::start(
-        eal,
-        eal.ring_port("keep_b", "keep_r", "keep_b_tx", 1024)
-            .unwrap(),
-        &m2,
-        &cfg,
-    )
-    .unwrap();
+    let b = ring_port(eal, &m2, "keep_b", "keep_r", "keep_b_tx");
     let mut g = GraphBuilder::new(GraphConfig::default());
     g.add("rx", DpdkRx::new(&b, 0))
         .add("sink", NullSink)

@@ -140,25 +140,31 @@ pub struct BufferMeta {
     pub user: [u8; META_USER_BYTES],
 }
 
+impl BufferMeta {
+    /// The metadata of a fresh buffer: no place, no flags, no interfaces, all zero
+    /// otherwise (also as [`Default`]; a constant for tables and statics).
+    pub const DEFAULT: BufferMeta = BufferMeta {
+        data_offset: 0,
+        len: 0,
+        flags: MetaFlags(0),
+        error: 0,
+        rx_if: NO_INTERFACE,
+        tx_if: NO_INTERFACE,
+        next: 0,
+        path_id: 0,
+        flow_hash: 0,
+        l2_offset: 0,
+        l3_offset: 0,
+        l4_offset: 0,
+        trace_index: 0,
+        opaque: 0,
+        user: [0; META_USER_BYTES],
+    };
+}
+
 impl Default for BufferMeta {
     fn default() -> Self {
-        BufferMeta {
-            data_offset: 0,
-            len: 0,
-            flags: MetaFlags::default(),
-            error: 0,
-            rx_if: NO_INTERFACE,
-            tx_if: NO_INTERFACE,
-            next: 0,
-            path_id: 0,
-            flow_hash: 0,
-            l2_offset: 0,
-            l3_offset: 0,
-            l4_offset: 0,
-            trace_index: 0,
-            opaque: 0,
-            user: [0; META_USER_BYTES],
-        }
+        BufferMeta::DEFAULT
     }
 }
 

@@ -137,23 +137,7 @@ const _: () = assert!(std::mem::size_of::<Slot>() == CACHE_LINE);
 impl Slot {
     /// A buffer the pool does not hold, with default metadata.
     const FREE: Slot = Slot {
-        meta: BufferMeta {
-            data_offset: 0,
-            len: 0,
-            flags: MetaFlags(0),
-            error: 0,
-            rx_if: NO_INTERFACE,
-            tx_if: NO_INTERFACE,
-            next: 0,
-            path_id: 0,
-            flow_hash: 0,
-            l2_offset: 0,
-            l3_offset: 0,
-            l4_offset: 0,
-            trace_index: 0,
-            opaque: 0,
-            user: [0; crate::meta::META_USER_BYTES],
-        },
+        meta: BufferMeta::DEFAULT,
         span: NOT_HELD,
     };
 
@@ -1460,18 +1444,20 @@ mod tests {
         p.prefetch(1_000_000);
     }
 
+    /// Runs `f` on an owned pool of 8 buffers and on one over external memory (8 of 256
+    /// bytes), telling it which.
+    fn on_both_arenas(mut f: impl FnMut(&mut BufferPool, bool)) {
+        f(&mut small(8), false);
+        let mut mem = vec![Line([0; CACHE_LINE]); 8 * 4];
+        f(&mut external(&mut mem, 8, 256), true);
+    }
+
     /// An index out of range in a free or a release is refused and counted like a double
     /// free: no panic half way, nothing added to the free list, every buffer still handed
     /// out once.
     #[test]
     fn free_of_an_index_out_of_range_is_refused_whole() {
-        for over_external in [false, true] {
-            let mut mem = vec![Line([0; CACHE_LINE]); 8 * 4];
-            let mut p = if over_external {
-                external(&mut mem, 8, 256)
-            } else {
-                small(8)
-            };
+        on_both_arenas(|p, over_external| {
             let a = p.alloc().unwrap();
             assert_eq!(p.free_bulk(&[a, 99, u32::MAX, a]), 1);
             assert_eq!((p.double_frees(), p.in_use()), (3, 0));
@@ -1483,7 +1469,7 @@ mod tests {
             assert_eq!(p.free_bulk(&all[..8]), 8);
             assert!(!p.release(99) && p.release_data(u32::MAX).is_none());
             assert_eq!(p.double_frees(), 5);
-        }
+        });
     }
 
     /// Dropping an external pool gives the backend every buffer back, held ones included
@@ -1770,13 +1756,7 @@ mod tests {
     /// release; a held one is refused by adopt and taken back once.
     #[test]
     fn the_held_mark_is_out_of_reach_of_metadata_writes() {
-        for over_external in [false, true] {
-            let mut mem = vec![Line([0; CACHE_LINE]); 8 * 4];
-            let mut p = if over_external {
-                external(&mut mem, 8, 256)
-            } else {
-                small(8)
-            };
+        on_both_arenas(|p, over_external| {
             let a = p.alloc_with(b"held").unwrap();
             let b = p.alloc_with(b"freed").unwrap();
             assert!(p.free(b));
@@ -1806,10 +1786,10 @@ mod tests {
             assert_eq!(out, [u32::MAX, a], "external {over_external}");
             assert_eq!((p.double_frees(), p.in_use()), (4, 0));
             // Adopting is the other way round: a held buffer is refused, a free one taken.
-            assert!(adopt(&mut p, a));
+            assert!(adopt(p, a));
             *p.meta_mut(a) = BufferMeta::default();
-            assert!(!adopt(&mut p, a) && p.is_allocated(a));
+            assert!(!adopt(p, a) && p.is_allocated(a));
             assert!(p.free(a));
-        }
+        });
     }
 }
