@@ -552,7 +552,8 @@ impl BufferPool {
     /// cannot be adopted (out of range or already in use: counted in
     /// [`bad_adopts`](Self::bad_adopts), `place` not called) are removed from `bis`, which
     /// keeps its order; returns how many were adopted, now `bis[..k]`. The in-use count is
-    /// updated once per call.
+    /// updated once per call (before the lines: if `place` panics, it counts the buffers
+    /// not reached as held, a leak the conservation check shows, rather than too few).
     ///
     /// # Panics
     /// If `descs` and `bis` differ in length.
@@ -596,6 +597,10 @@ impl BufferPool {
         ));
         let n = bis.len();
         let mut i = 0;
+        // Counted before the lines are marked, so that a `place` that panics half way
+        // leaves the in-use count too high (a visible leak), never below the buffers held
+        // (a later free would underflow it); the refused ones are taken off at the end.
+        self.in_use += n;
         // Fast path: one range check for the whole burst (a maximum the compiler
         // vectorises), then per buffer only the "free" test, with no branch to a
         // per-packet refusal: the first buffer that is not free ends it, and the checked
@@ -632,11 +637,12 @@ impl BufferPool {
                 }
             }
             if i == n {
-                self.in_use += n;
                 return n;
             }
         }
-        self.adopt_bulk_slow(bis, descs, i, line, place)
+        let k = self.adopt_bulk_slow(bis, descs, i, line, place);
+        self.in_use -= n - k;
+        k
     }
 
     /// [`adopt_bulk_as`](Self::adopt_bulk_as) from `bis[from..]` on, where the fast path
@@ -677,7 +683,6 @@ impl BufferPool {
             }
             self.bad_adopts += bad as u64;
         }
-        self.in_use += k;
         k
     }
 
@@ -686,7 +691,8 @@ impl BufferPool {
     /// (e.g. to write the driver's descriptor); a buffer not in use (a double transmit) or
     /// out of range is counted in [`double_frees`](Self::double_frees), not given to
     /// `send`, and gets `out[i] = hole`. Returns how many were released (all of them when
-    /// it equals `bis.len()`); the in-use count is updated once per call.
+    /// it equals `bis.len()`); the in-use count is updated once per call (after the lines:
+    /// if `send` panics, it stays too high, never too low).
     ///
     /// # Panics
     /// If `out` is shorter than `bis`.
@@ -1470,6 +1476,30 @@ mod tests {
             assert!(!p.release(99) && p.release_data(u32::MAX).is_none());
             assert_eq!(p.double_frees(), 5);
         });
+    }
+
+    /// A `place` closure that panics half way through a bulk adoption leaves the in-use
+    /// count too high (the buffers it did not reach), never too low: freeing what was
+    /// adopted cannot underflow it.
+    #[test]
+    fn a_panicking_place_leaves_the_in_use_count_high_not_low() {
+        let mut p = small(8);
+        let mut bis = [2u32, 3, 4, 5];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            adopt_bulk(&mut p, &mut bis, &[0u16, 1, 2, 3], 0, |&k| {
+                assert!(k < 2, "a user's closure fails");
+                (64, 10)
+            })
+        }));
+        assert!(r.is_err());
+        assert!(p.is_allocated(2) && p.is_allocated(3) && !p.is_allocated(4));
+        assert_eq!(p.in_use(), 4);
+        assert_eq!(p.free_bulk(&[2, 3]), 2);
+        assert_eq!(
+            p.in_use(),
+            2,
+            "the two never reached stay counted: a visible leak"
+        );
     }
 
     /// Dropping an external pool gives the backend every buffer back, held ones included
