@@ -489,6 +489,9 @@ impl BufferPool {
     /// not in this pool's local cache, and used by no one else from now on. The pool
     /// cannot tell such a buffer from one that is still free (an adopted free buffer could
     /// be allocated again, or written by a NIC, while the graph holds it).
+    // SAFETY: whether the backend's owner really handed `bi` over is the caller's to prove
+    // (# Safety above); the body itself only writes the pool's own line, after checking
+    // the index and the mark.
     #[inline]
     pub unsafe fn adopt(&mut self, bi: u32) -> bool {
         // SAFETY: the caller's contract is `adopt_as`'s.
@@ -500,6 +503,8 @@ impl BufferPool {
     ///
     /// # Safety
     /// As for [`adopt`](Self::adopt).
+    // SAFETY: the same contract as `adopt`; the body checks the index and the mark before
+    // writing the line.
     #[inline]
     pub unsafe fn adopt_as(&mut self, bi: u32, data_offset: u16, len: u16, rx_if: u16) -> bool {
         match self.slots.get_mut(bi as usize) {
@@ -577,6 +582,8 @@ impl BufferPool {
     /// assert_eq!((pool.meta(6).data_offset, pool.meta(6).len, pool.meta(6).rx_if), (128, 62, 3));
     /// assert_eq!(pool.bad_adopts(), 2);
     /// ```
+    // SAFETY: the same contract as `adopt`, per buffer; the body checks the burst's range
+    // once and each buffer's mark before writing its line.
     #[inline]
     pub unsafe fn adopt_bulk_as<T>(
         &mut self,
@@ -1070,8 +1077,9 @@ impl BufferPool {
     fn bytes_mut(&mut self, bi: u32) -> &mut [u8] {
         let r = &self.region;
         let n = self.slots[bi as usize].span();
-        // SAFETY: as in `bytes`; `&mut self` makes this the only reference into the pool's
-        // buffers, and distinct indices never overlap.
+        // SAFETY: as in `bytes` (the range is empty unless the pool holds the buffer);
+        // `&mut self` makes this the only reference into the pool's buffers, and distinct
+        // indices never overlap.
         unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) }
     }
 
@@ -1109,8 +1117,9 @@ impl BufferPool {
         let slot = &mut self.slots[bi as usize];
         debug_assert!(bi < r.count);
         let n = slot.span();
-        // SAFETY: `bi < slots.len() == count` (the index above would have panicked), so as in
-        // `bytes_mut`; the metadata is a separate allocation.
+        // SAFETY: `bi < slots.len() == count` (the index above would have panicked), and `n`
+        // is 0 unless the pool holds the buffer, so as in `bytes_mut`; the metadata is a
+        // separate allocation.
         let bytes = unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) };
         PacketMut::new(&mut slot.meta, bytes)
     }
@@ -1225,7 +1234,8 @@ impl PacketsMut<'_> {
         let r = &self.region;
         let slot = &self.slots[bi as usize];
         let n = slot.span();
-        // SAFETY: as in `packet_mut`; `&self` keeps writers away while the packet lives.
+        // SAFETY: as in `packet_mut` (an empty range unless the pool holds the buffer);
+        // `&self` keeps writers away while the packet lives.
         let bytes = unsafe { std::slice::from_raw_parts(r.buffer_ptr(bi), n) };
         Packet::new(&slot.meta, bytes)
     }
@@ -1272,12 +1282,13 @@ mod tests {
     // The adoption tests play the driver themselves: a buffer they adopt is still on the
     // pool's free list or in its test backend, which `adopt`'s contract forbids because a
     // later allocation could hand it out a second time.
-    // SAFETY (of the three helpers): no test allocates a buffer it adopted before freeing
-    // it, and only the test's thread touches the memory, so no buffer gets two holders.
     fn adopt(p: &mut BufferPool, bi: u32) -> bool {
+        // SAFETY: no test allocates a buffer it adopted before freeing it, and only the
+        // test's thread touches the memory, so no buffer gets two holders.
         unsafe { p.adopt(bi) }
     }
     fn adopt_as(p: &mut BufferPool, bi: u32, off: u16, len: u16, rx_if: u16) -> bool {
+        // SAFETY: as in `adopt` above.
         unsafe { p.adopt_as(bi, off, len, rx_if) }
     }
     fn adopt_bulk<T>(
@@ -1287,6 +1298,7 @@ mod tests {
         rx_if: u16,
         place: impl FnMut(&T) -> (u16, u16),
     ) -> usize {
+        // SAFETY: as in `adopt` above.
         unsafe { p.adopt_bulk_as(bis, descs, rx_if, place) }
     }
 
