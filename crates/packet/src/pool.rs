@@ -155,6 +155,14 @@ impl Slot {
         self.span != NOT_HELD
     }
 
+    /// Marks the buffer not held; returns whether it was.
+    #[inline(always)]
+    fn take(&mut self) -> bool {
+        let held = self.is_held();
+        self.span = NOT_HELD;
+        held
+    }
+
     /// How many bytes of the buffer its accessors may reach: all of them while the pool
     /// holds it, none otherwise. A buffer the pool does not hold may be a driver's (a NIC
     /// writing a received packet into it, or reading one to send) or back in a mempool
@@ -1022,19 +1030,9 @@ impl BufferPool {
         for &bi in bis {
             let held = if in_range {
                 // SAFETY: `bi <= max_index(bis) < pool.len()`, checked above.
-                let m = unsafe { pool.get_unchecked_mut(bi as usize) };
-                let held = m.is_held();
-                m.span = NOT_HELD;
-                held
+                unsafe { pool.get_unchecked_mut(bi as usize) }.take()
             } else {
-                match pool.get_mut(bi as usize) {
-                    Some(m) => {
-                        let held = m.is_held();
-                        m.span = NOT_HELD;
-                        held
-                    }
-                    None => false,
-                }
+                pool.get_mut(bi as usize).is_some_and(Slot::take)
             };
             // Always some: `n` is at most the number of indices seen before this one.
             if let Some(s) = free.get_mut(n) {
