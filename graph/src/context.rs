@@ -9,6 +9,7 @@
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
+//! | [`Context::enqueue_raw`] | an input node's whole frame, buffers not handed to the pool, to a node that sends them as they are | O(1), no per-packet work |
 //! | [`Context::enqueue_slice`] | a run of the frame to one arc | one bulk copy |
 //! | [`Context::enqueue`], [`Context::drop_buffer`] | one packet | slow path |
 //!
@@ -214,7 +215,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             self.rt.push(t, run);
             i = j;
         }
-        frame.bufs.clear();
+        frame.clear();
     }
 
     #[inline(always)]
@@ -239,14 +240,125 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let p = &mut self.rt.nodes[t as usize];
         if p.bufs.is_empty() {
             std::mem::swap(&mut p.bufs, &mut frame.bufs);
+            // Indices a node enqueues are never raw (a raw prefix of its own frame that it
+            // did not send is lost here: the pool does not hold those buffers).
+            frame.raw = 0;
         } else {
             p.bufs.extend_from_slice(&frame.bufs);
-            frame.bufs.clear();
+            frame.clear();
         }
         if !p.scheduled {
             p.scheduled = true;
             self.rt.ready.push(t);
         }
+    }
+
+    /// True if [`enqueue_raw`](Self::enqueue_raw) on arc `next` would hand the frame over
+    /// raw: the arc's node [takes raw buffers](crate::Node::takes_raw), all that is pending
+    /// for it is raw too, and nothing looks into packets on the way (no trace running, no
+    /// capture tap on this node).
+    #[inline]
+    pub fn can_enqueue_raw(&self, next: N::Next) -> bool {
+        let Some(&t) = self.arcs.get(next.index() as usize) else {
+            return false;
+        };
+        let rt = &*self.rt;
+        let p = &rt.nodes[t as usize];
+        rt.takes_raw[t as usize]
+            && p.raw == p.bufs.len()
+            && !rt.trace.active
+            && rt.trace.budget == 0
+            && !(rt.any_tap && rt.taps[self.node as usize].is_some())
+    }
+
+    /// Sends the whole frame on arc `next` as *raw* buffers, without their metadata: an
+    /// input node whose packets go straight to a node that sends them on as they are (a
+    /// DPDK rx queue wired to a tx queue, testpmd's io forwarding) skips handing each
+    /// buffer to the pool and back. Returns false and leaves the frame as it is when
+    /// [`can_enqueue_raw`](Self::can_enqueue_raw) is false; the caller then hands the
+    /// buffers to the pool (e.g. [`BufferPool::adopt_bulk_as`]) and enqueues them as usual.
+    ///
+    /// The receiving node sees them as the first [`Frame::raw_len`] indices of its frame.
+    /// The pool does not hold them, so through it they read as empty packets.
+    ///
+    /// # Safety
+    /// Every index of `frame` must be a buffer of the graph's pool that the pool does not
+    /// hold, handed over by its owner now as for [`BufferPool::adopt`]: the receiving node
+    /// either adopts it or gives it back to the pool's backend (a driver's transmit)
+    /// without adopting it, and the graph adopts what is still pending when it is dropped.
+    ///
+    /// ```
+    /// use pktvec_graph::{Context, Frame, GraphBuilder, Node, NodeKind, NoError, NoNext};
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// pktvec_graph::next_nodes! { pub enum LendNext { Out = "keep" } }
+    /// /// Lends buffers 1 and 2 (free in the pool) to `keep` when it can.
+    /// struct Lend(bool);
+    /// impl Node for Lend {
+    ///     type Next = LendNext;
+    ///     type Error = NoError;
+    ///     const KIND: NodeKind = NodeKind::Input;
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         if std::mem::take(&mut self.0) && cx.can_enqueue_raw(LendNext::Out) {
+    ///             frame.extend_from_slice(&[1, 2]);
+    ///             // SAFETY: not so in general (1 and 2 are on the owned pool's free list,
+    ///             // see `BufferPool::adopt`); `Keep` adopts and frees them at once, and
+    ///             // nothing allocates in between.
+    ///             unsafe { cx.enqueue_raw(frame, LendNext::Out) };
+    ///         }
+    ///     }
+    /// }
+    /// /// Counts raw buffers, adopts them, and frees everything.
+    /// struct Keep(usize);
+    /// impl Node for Keep {
+    ///     type Next = NoNext;
+    ///     type Error = NoError;
+    ///     const KIND: NodeKind = NodeKind::Sink;
+    ///     fn takes_raw(&self) -> bool { true }
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         self.0 += frame.raw_len();
+    ///         for &bi in &frame.buffers()[..frame.raw_len()] {
+    ///             // SAFETY: a raw buffer is the graph's to hand over (see `Lend`).
+    ///             unsafe { cx.pool_mut().adopt(bi) };
+    ///         }
+    ///         cx.free_frame(frame);
+    ///     }
+    /// }
+    /// let mut b = GraphBuilder::new(pktvec_graph::GraphConfig::default());
+    /// b.add("lend", Lend(true));
+    /// b.add("keep", Keep(0));
+    /// let mut g = b.build(BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() })?)?;
+    /// assert_eq!(g.run_once(), 2);
+    /// assert_eq!(g.node::<Keep>("keep").unwrap().0, 2);
+    /// assert_eq!(g.pool().in_use(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    // SAFETY: an `unsafe` function because every index must be a buffer its owner hands over
+    // (# Safety above): the receiving node may give it to a driver without a check.
+    #[inline]
+    pub unsafe fn enqueue_raw(&mut self, frame: &mut Frame, next: N::Next) -> bool {
+        let n = frame.bufs.len();
+        if n == 0 {
+            return true;
+        }
+        if !self.can_enqueue_raw(next) {
+            return false;
+        }
+        self.emitted += n as u64;
+        let t = self.arcs[next.index() as usize];
+        let p = &mut self.rt.nodes[t as usize];
+        if p.bufs.is_empty() {
+            std::mem::swap(&mut p.bufs, &mut frame.bufs);
+        } else {
+            p.bufs.extend_from_slice(&frame.bufs);
+        }
+        // Everything pending was raw (`can_enqueue_raw`), and so is what came.
+        p.raw = p.bufs.len();
+        frame.clear();
+        if !p.scheduled {
+            p.scheduled = true;
+            self.rt.ready.push(t);
+        }
+        true
     }
 
     /// Sends a run of packets on one arc with one bulk copy (rte_node_enqueue's `count`
@@ -301,7 +413,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     #[inline]
     pub fn free_frame(&mut self, frame: &mut Frame) -> usize {
         let n = self.rt.pool.free_bulk(&frame.bufs);
-        frame.bufs.clear();
+        frame.clear();
         n
     }
 

@@ -21,6 +21,10 @@ pub struct Frame {
     pub(crate) bufs: Vec<u32>,
     pub(crate) nexts: Vec<u16>,
     pub(crate) limit: usize,
+    /// How many of the first indices are *raw*: buffers an input node lent without
+    /// handing them to the pool (see [`Context::enqueue_raw`](crate::Context::enqueue_raw)).
+    /// Only the graph sets it; 0 for every frame a node can build itself.
+    pub(crate) raw: usize,
 }
 
 impl Frame {
@@ -30,6 +34,7 @@ impl Frame {
             bufs: Vec::with_capacity(limit),
             nexts: vec![0; limit],
             limit,
+            raw: 0,
         }
     }
 
@@ -55,6 +60,21 @@ impl Frame {
     #[inline]
     pub fn buffers(&self) -> &[u32] {
         &self.bufs
+    }
+
+    /// How many of the first [`buffers`](Self::buffers) are *raw*: lent by an input node
+    /// without being handed to the buffer pool, so their metadata and bytes are not
+    /// readable through it (the pool shows them as empty). Always 0 except in a frame
+    /// given to a node whose [`Node::takes_raw`](crate::Node::takes_raw) is true; such a
+    /// node must send or adopt them (see [`Context::enqueue_raw`](crate::Context::enqueue_raw)).
+    ///
+    /// ```
+    /// let f = pktvec_graph::Frame::with_capacity(4);
+    /// assert_eq!(f.raw_len(), 0);
+    /// ```
+    #[inline]
+    pub fn raw_len(&self) -> usize {
+        self.raw
     }
 
     /// The per-packet next-arc indices, writable (for nodes that compute nexts themselves
@@ -95,6 +115,7 @@ impl Frame {
     #[inline]
     pub fn clear(&mut self) {
         self.bufs.clear();
+        self.raw = 0;
     }
 
     pub(crate) fn set_limit(&mut self, limit: usize) {

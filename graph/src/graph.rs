@@ -31,6 +31,7 @@ pub(crate) trait DynNode: Send {
         frame: &mut Frame,
     ) -> u64;
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String);
+    fn takes_raw_dyn(&self) -> bool;
     fn as_any(&self) -> &dyn std::any::Any;
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
@@ -53,6 +54,10 @@ impl<N: Node> DynNode for N {
 
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String) {
         self.format_trace(pkt, out)
+    }
+
+    fn takes_raw_dyn(&self) -> bool {
+        self.takes_raw()
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -124,6 +129,7 @@ impl Graph {
                     .map(|_| Pending {
                         bufs: Vec::with_capacity(cap),
                         scheduled: false,
+                        raw: 0,
                     })
                     .collect(),
                 ready: ReadyRing::new(n),
@@ -133,6 +139,7 @@ impl Graph {
                 trace: Trace::default(),
                 taps: (0..n).map(|_| None).collect(),
                 any_tap: false,
+                takes_raw: slots.iter().map(|s| s.node.takes_raw_dyn()).collect(),
                 injected: 0,
                 sink_drops: 0,
             },
@@ -309,15 +316,17 @@ impl Graph {
             let idu = id as usize;
             let pending = &mut rt.nodes[idu];
             pending.scheduled = false;
-            let pending = &mut pending.bufs;
-            if pending.len() <= v {
+            if pending.bufs.len() <= v {
                 // O(1): the pending vector becomes the frame, the empty frame becomes the
                 // pending vector.
-                std::mem::swap(&mut spare.bufs, pending);
+                std::mem::swap(&mut spare.bufs, &mut pending.bufs);
+                spare.raw = std::mem::take(&mut pending.raw);
             } else {
                 // More than one vector waits: take the oldest V, keep the rest for later.
-                spare.bufs.extend_from_slice(&pending[..v]);
-                pending.drain(..v);
+                spare.bufs.extend_from_slice(&pending.bufs[..v]);
+                pending.bufs.drain(..v);
+                spare.raw = pending.raw.min(v);
+                pending.raw -= spare.raw;
                 rt.schedule(id);
             }
             let n = spare.bufs.len() as u64;
@@ -327,7 +336,7 @@ impl Graph {
             let slot = &mut slots[idu];
             slot.node
                 .process_dyn(rt, &slot.arcs, id, slot.error_base, false, spare);
-            spare.bufs.clear();
+            spare.clear();
             let now = clock::now();
             let s = &mut slot.stats;
             s.calls += 1;
@@ -351,7 +360,7 @@ impl Graph {
         let emitted = slot
             .node
             .process_dyn(rt, &slot.arcs, id, slot.error_base, true, spare);
-        spare.bufs.clear();
+        spare.clear();
         if !rt.trace.just_marked.is_empty() {
             self.record_marked(id);
         }
@@ -490,9 +499,27 @@ impl Graph {
     }
 }
 
+impl Drop for Graph {
+    /// Hands raw buffers still pending (lent by an input node, see
+    /// [`Context::enqueue_raw`]; only when a run stopped at its call budget) to the pool,
+    /// so that the pool, dropped next, gives them back to its backend with the rest.
+    fn drop(&mut self) {
+        let rt = &mut self.rt;
+        for p in &mut rt.nodes {
+            for &bi in &p.bufs[..p.raw] {
+                // SAFETY: a raw index is a buffer its owner handed over to the graph, not
+                // held by the pool (the contract of `enqueue_raw`); no node will see it again.
+                unsafe { rt.pool.adopt(bi) };
+            }
+            p.raw = 0;
+        }
+    }
+}
+
 #[cold]
 fn record_entry(slot: &NodeSlot, rt: &mut Runtime, frame: &Frame) {
-    for &bi in frame.buffers() {
+    // Raw buffers have no metadata to read.
+    for &bi in &frame.buffers()[frame.raw_len()..] {
         let p = rt.pool.packet(bi);
         if p.meta().flags.contains(MetaFlags::TRACED) {
             let mut text = String::new();

@@ -126,6 +126,18 @@ pub trait Node: Send + 'static {
     /// (up to [`Context::vector_size`]) before enqueueing it.
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame);
 
+    /// Whether this node takes *raw* buffers: ones an input node lends without handing
+    /// them to the buffer pool ([`Context::enqueue_raw`]), the first [`Frame::raw_len`] of a
+    /// frame. Such a node must, for each of them, either give it to the pool's backend as
+    /// it is (a DPDK tx node: the mbuf leaves as the driver delivered it) or adopt it
+    /// ([`BufferPool::adopt`](pktvec_packet::BufferPool::adopt)) before anything else;
+    /// the pool shows a raw buffer as an empty packet, and one that is neither sent nor
+    /// adopted is lost to the backend. Asked once, when the graph is built. The default is
+    /// false: the node only ever sees buffers the pool holds.
+    fn takes_raw(&self) -> bool {
+        false
+    }
+
     /// Writes this node's trace line for one traced packet, as it enters the node.
     /// The default prints the length and the first 32 bytes.
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {

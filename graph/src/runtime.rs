@@ -22,6 +22,9 @@ pub(crate) struct Runtime {
     pub trace: Trace,
     pub taps: Vec<Option<Tap>>,
     pub any_tap: bool,
+    /// Per node: whether it takes raw buffers ([`Node::takes_raw`](crate::Node::takes_raw)),
+    /// asked once when the graph is built.
+    pub takes_raw: Vec<bool>,
     /// Packets put into the graph with [`Graph::inject`](crate::Graph::inject).
     pub injected: u64,
     /// Packets sink nodes took in but then dropped (a full transmit queue): counted by
@@ -33,6 +36,9 @@ pub(crate) struct Runtime {
 pub(crate) struct Pending {
     pub bufs: Vec<u32>,
     pub scheduled: bool,
+    /// How many of the first `bufs` are raw (see [`Frame::raw_len`](crate::Frame::raw_len));
+    /// at most `bufs.len()`.
+    pub raw: usize,
 }
 
 /// FIFO of node ids with a fixed power-of-two capacity larger than the node count. Each
