@@ -255,8 +255,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
 
     /// True if [`enqueue_raw`](Self::enqueue_raw) on arc `next` would hand the frame over
     /// raw: the arc's node [takes raw buffers](crate::Node::takes_raw), all that is pending
-    /// for it is raw too, and nothing looks into packets on the way (no trace running, no
-    /// capture tap on this node).
+    /// for it is raw too, and nothing looks into packets on the way (no trace waiting to
+    /// mark packets, no capture tap on this node).
     #[inline]
     pub fn can_enqueue_raw(&self, next: N::Next) -> bool {
         let Some(&t) = self.arcs.get(next.index() as usize) else {
@@ -266,7 +266,6 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let p = &rt.nodes[t as usize];
         rt.takes_raw[t as usize]
             && p.raw == p.bufs.len()
-            && !rt.trace.active
             && rt.trace.budget == 0
             && !(rt.any_tap && rt.taps[self.node as usize].is_some())
     }

@@ -246,15 +246,16 @@ fn trace_and_capture_turn_raw_hand_over_off() {
         b.add("lend", Lender::new(stock, 16))
             .add("sink", RawSink::new(true));
     });
-    // A trace wants to mark the packets: adopted.
+    // A trace wants to mark packets: adopted.
     g.trace_add(4);
     g.run_once();
     assert_eq!(g.node::<Lender>("lend").unwrap().adopted_calls, 1);
     assert!(g.trace().to_string().contains("lend"), "{}", g.trace());
-    g.trace_clear();
-    // No trace: raw.
+    // Its budget is spent (the trace is kept, nothing more to mark): raw again, and the
+    // trace does not read the raw buffers' metadata.
     g.run_once();
     assert_eq!(g.node::<Lender>("lend").unwrap().raw_calls, 1);
+    assert_eq!(g.trace().packets().len(), 4);
     // A capture of the lender's output reads the bytes: adopted.
     let dir = std::env::temp_dir().join(format!("pktvec-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

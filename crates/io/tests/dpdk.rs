@@ -79,39 +79,54 @@ fn frames(n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn pcap_port_round_trip_is_zero_copy_and_conserves() {
-    let input = tmp("xc-in.pcap");
-    let output = tmp("xc-out.pcap");
-    let mut sent = frames(3000);
-    // One jumbo frame larger than an mbuf: net_pcap chains it; the rx node drops it.
-    sent.push(vec![0xab; 4000]);
-    write_pcap(&input, &sent).unwrap();
-    with_mempool(4096, |eal, mempool| {
-        let dev = format!(
-            "net_pcap10,rx_pcap={},tx_pcap={}",
-            input.display(),
-            output.display()
+    // Twice: rx wired straight to tx hands its mbufs over raw (as received, chains and
+    // all, as testpmd's io forwarding does); with raw forwarding off every packet is
+    // adopted into the pool first, and the chained one is dropped (the pool's buffers are
+    // one segment).
+    for raw in [true, false] {
+        let input = tmp(&format!("xc-in-{raw}.pcap"));
+        let output = tmp(&format!("xc-out-{raw}.pcap"));
+        let mut sent = frames(3000);
+        // One jumbo frame larger than an mbuf: net_pcap chains it.
+        sent.push(vec![0xab; 4000]);
+        write_pcap(&input, &sent).unwrap();
+        let expect_out = if raw { 3001 } else { 3000 };
+        with_mempool(4096, |eal, mempool| {
+            let dev = format!(
+                "net_pcap1{},rx_pcap={},tx_pcap={}",
+                raw as u8,
+                input.display(),
+                output.display()
+            );
+            let port = start(eal, mempool, &dev);
+            let rx = DpdkRx::new(&port, 0).with_raw_forwarding(raw);
+            let mut g = forward(mempool, rx, DpdkTx::new(&port, 0));
+            assert_eq!(g.run_until_idle(), 3001);
+            let c = g.conservation();
+            assert!(c.is_balanced(), "{c}");
+            assert_eq!(
+                (c.input, c.output, c.dropped),
+                (3001, expect_out, 3001 - expect_out)
+            );
+            let errors = g.errors().to_string();
+            assert_eq!(errors.contains("multi-segment packet"), !raw, "{errors}");
+            let st = port.stats();
+            assert_eq!(st.ipackets, c.input, "port rx counter = graph input");
+            assert_eq!(st.opackets, c.output, "port tx counter = graph output");
+            let tx = g.node::<DpdkTx>("tx").unwrap();
+            assert_eq!(tx.sent(), expect_out);
+            let lent = g.node::<DpdkRx>("rx").unwrap().lent();
+            assert_eq!((lent, tx.sent_raw()), if raw { (3001, 3001) } else { (0, 0) });
+            drop(g);
+            drop(port); // closes the port: flushes tx_pcap, frees the rx ring's mbufs
+        });
+        let got = read_capture(&output).unwrap().packets;
+        assert_eq!(got.len() as u64, expect_out);
+        assert!(
+            got.iter().zip(&sent).all(|(a, b)| a == b),
+            "bytes identical, in order"
         );
-        let port = start(eal, mempool, &dev);
-        let mut g = forward(mempool, DpdkRx::new(&port, 0), DpdkTx::new(&port, 0));
-        assert_eq!(g.run_until_idle(), 3001);
-        let c = g.conservation();
-        assert!(c.is_balanced(), "{c}");
-        assert_eq!((c.input, c.output, c.dropped), (3001, 3000, 1));
-        let errors = g.errors().to_string();
-        assert!(errors.contains("multi-segment packet"), "{errors}");
-        let st = port.stats();
-        assert_eq!(st.ipackets, c.input, "port rx counter = graph input");
-        assert_eq!(st.opackets, c.output, "port tx counter = graph output");
-        assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent(), 3000);
-        drop(g);
-        drop(port); // closes the port: flushes tx_pcap, frees the rx ring's mbufs
-    });
-    let got = read_capture(&output).unwrap().packets;
-    assert_eq!(got.len(), 3000);
-    assert!(
-        got.iter().zip(&sent).all(|(a, b)| a == b),
-        "bytes identical, in order"
-    );
+    }
 }
 
 #[test]
@@ -228,8 +243,14 @@ fn a_buffer_sent_twice_is_transmitted_once() {
 }
 
 /// Forwards 200,000 packets net_null → net_null over a mempool of `mbufs` mbufs laid out
-/// as `layout`; returns the mempool's object stride.
-fn null_forwarding(mbufs: u32, layout: ObjectLayout, rx_dev: &str, tx_dev: &str) -> usize {
+/// as `layout`, raw or adopted; returns the mempool's object stride.
+fn null_forwarding_as(
+    mbufs: u32,
+    layout: ObjectLayout,
+    raw: bool,
+    rx_dev: &str,
+    tx_dev: &str,
+) -> usize {
     let mut stride = 0;
     with_mempool_as(mbufs, layout, |eal, mempool| {
         stride = mempool.object_stride();
@@ -237,22 +258,122 @@ fn null_forwarding(mbufs: u32, layout: ObjectLayout, rx_dev: &str, tx_dev: &str)
         let tx = start(eal, mempool, tx_dev);
         let mut g = forward(
             mempool,
-            DpdkRx::new(&rx, 0).with_limit(200_000),
+            DpdkRx::new(&rx, 0)
+                .with_limit(200_000)
+                .with_raw_forwarding(raw),
             DpdkTx::new(&tx, 0),
         );
         assert_eq!(g.run_until_idle(), 200_000);
         let c = g.conservation();
         assert!(c.is_balanced() && c.output == 200_000, "{c}");
         assert_eq!(tx.stats().opackets, 200_000);
+        let sent_raw = g.node::<DpdkTx>("tx").unwrap().sent_raw();
+        assert_eq!(sent_raw, if raw { 200_000 } else { 0 });
+        assert_eq!(g.pool().in_use(), 0);
         let rt = g.runtime().to_string();
         assert!(rt.contains("rx") && rt.contains("tx"), "{rt}");
     });
     stride
 }
 
+/// [`null_forwarding_as`], raw (rx wired straight to tx).
+fn null_forwarding(mbufs: u32, layout: ObjectLayout, rx_dev: &str, tx_dev: &str) -> usize {
+    null_forwarding_as(mbufs, layout, true, rx_dev, tx_dev)
+}
+
 #[test]
 fn null_ports_forward_in_bursts_without_leaks() {
     null_forwarding(8192, ObjectLayout::Auto, "net_null10", "net_null11");
+    null_forwarding_as(8192, ObjectLayout::Auto, false, "net_null30", "net_null31");
+}
+
+#[test]
+fn raw_forwarding_into_a_full_queue_drops_without_leaks() {
+    with_mempool(4096, |eal, mempool| {
+        let src = start(eal, mempool, "net_null32");
+        let port = start(eal, mempool, "net_ring12");
+        // Nobody polls the ring: once it is full the driver refuses the raw bursts, which
+        // are adopted and dropped as "tx queue full".
+        let mut g = forward(
+            mempool,
+            DpdkRx::new(&src, 0).with_limit(3000),
+            DpdkTx::new(&port, 0).with_retries(1),
+        );
+        assert_eq!(g.run_until_idle(), 3000);
+        let c = g.conservation();
+        assert!(c.is_balanced(), "{c}");
+        let tx = g.node::<DpdkTx>("tx").unwrap();
+        let (sent, full) = (tx.sent(), tx.queue_full());
+        assert!(sent > 0 && full > 0, "sent {sent}, dropped {full}");
+        assert_eq!((sent + full, tx.sent_raw()), (3000, sent));
+        assert_eq!((c.output, c.dropped), (sent, full));
+        assert_eq!(g.node::<DpdkRx>("rx").unwrap().lent(), 3000);
+        assert!(g.errors().to_string().contains("tx queue full"));
+        assert_eq!(g.pool().in_use(), 0);
+        drop(g);
+        // Empty the ring into a counting sink: every sent mbuf comes back once.
+        let mut b = GraphBuilder::new(GraphConfig::default());
+        b.add("rx", DpdkRx::new(&port, 0))
+            .add("count", CountingSink::new(1))
+            .set_next("rx", DpdkRxNext::Out, "count");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        g.run_until_idle();
+        assert_eq!(g.conservation().input, sent);
+        assert_eq!(g.node::<DpdkRx>("rx").unwrap().lent(), 0, "a sink that adopts");
+    });
+}
+
+#[test]
+fn raw_buffers_still_pending_go_back_when_the_graph_is_dropped() {
+    with_mempool(4096, |eal, mempool| {
+        let rx = start(eal, mempool, "net_null33");
+        let tx = start(eal, mempool, "net_null34");
+        // Two rx nodes lend 32 each into tx's pending vector; vectors of 32 and one node
+        // call per run: tx sends the first 32, the other 32 stay pending, raw.
+        let mut b = GraphBuilder::new(GraphConfig {
+            vector_size: 32,
+            max_calls_per_run: 1,
+            ..GraphConfig::default()
+        });
+        b.add("rx-a", DpdkRx::new(&rx, 0).with_limit(32))
+            .add("rx-b", DpdkRx::new(&rx, 0).with_limit(32))
+            .add("tx", DpdkTx::new(&tx, 0))
+            .set_next("rx-a", DpdkRxNext::Out, "tx")
+            .set_next("rx-b", DpdkRxNext::Out, "tx");
+        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        g.run_once();
+        let c = g.conservation();
+        assert_eq!((c.input, c.output, c.in_flight), (64, 32, 32), "{c}");
+        assert_eq!(g.node::<DpdkTx>("tx").unwrap().sent_raw(), 32);
+        assert_eq!(mempool.available(), mempool.capacity() - 32);
+        // `with_mempool` checks that dropping the graph gave all 32 back.
+        drop(g);
+    });
+}
+
+#[test]
+fn a_trace_sees_adopted_packets_then_raw_forwarding_resumes() {
+    with_mempool(4096, |eal, mempool| {
+        let rx = start(eal, mempool, "net_null35");
+        let tx = start(eal, mempool, "net_null36");
+        let mut g = forward(
+            mempool,
+            DpdkRx::new(&rx, 0).with_limit(1000),
+            DpdkTx::new(&tx, 0),
+        );
+        g.trace_add(3);
+        g.run_once();
+        let shown = g.trace().to_string();
+        assert!(shown.contains("rx queue 0: len 64"), "{shown}");
+        // The first vector was adopted (traced), the rest go raw.
+        g.run_until_idle();
+        let (lent, sent_raw) = (
+            g.node::<DpdkRx>("rx").unwrap().lent(),
+            g.node::<DpdkTx>("tx").unwrap().sent_raw(),
+        );
+        assert_eq!((lent, sent_raw), (1000 - 256, 1000 - 256));
+        assert_eq!(tx.stats().opackets, 1000);
+    });
 }
 
 #[test]

@@ -148,6 +148,27 @@ impl Layout {
     pub(crate) fn mbuf(&self, bi: u32) -> *mut sys::rte_mbuf {
         (self.mbuf0 + bi as usize * self.stride) as *mut sys::rte_mbuf
     }
+
+    /// The mbuf addresses of `bis` into `out` (as many as both hold); returns how many. No
+    /// index is checked (a raw hand-over's indices are the rx node's own). With
+    /// `count * stride < 2^32` the offsets are computed in 32-bit lanes, which the
+    /// compiler vectorises.
+    #[inline]
+    pub(crate) fn mbuf_burst(&self, bis: &[u32], out: &mut [usize]) -> usize {
+        let n = bis.len().min(out.len());
+        let (out, bis) = (&mut out[..n], &bis[..n]);
+        if self.fits32 {
+            let stride = self.stride as u32;
+            for (o, &bi) in out.iter_mut().zip(bis) {
+                *o = self.mbuf0 + bi.wrapping_mul(stride) as usize;
+            }
+        } else {
+            for (o, &bi) in out.iter_mut().zip(bis) {
+                *o = self.mbuf(bi) as usize;
+            }
+        }
+        n
+    }
 }
 
 /// True if the CPU has AVX2 (x86-64 only).

@@ -76,6 +76,8 @@ pub struct DpdkRx {
     foreign: u64,
     refused: u64,
     multiseg_dropped: u64,
+    raw: bool,
+    lent: u64,
 }
 
 /// Stops with a clear message when a graph's buffer pool is not the pool over the port's
@@ -121,7 +123,21 @@ impl DpdkRx {
             foreign: 0,
             refused: 0,
             multiseg_dropped: 0,
+            raw: true,
+            lent: 0,
         }
+    }
+
+    /// Whether the node may hand its packets over *raw* (default: yes): when its next
+    /// node takes raw buffers and nothing looks at the packets on the way (a [`DpdkTx`]
+    /// of one queue, no trace, no capture; see [`Context::enqueue_raw`]), the received
+    /// mbufs go to it as they are, without the per-packet hand-over to the buffer pool
+    /// and back, as testpmd's io forwarding does. Such packets are forwarded whole,
+    /// chained mbufs included. `false` always hands every packet to the pool first (the
+    /// cost a graph with a node between rx and tx pays).
+    pub fn with_raw_forwarding(mut self, on: bool) -> Self {
+        self.raw = on;
+        self
     }
 
     /// Records `rx_if` instead of the port id as the packets' rx interface.
@@ -157,6 +173,15 @@ impl DpdkRx {
     /// Polls the queue for up to `want` (≤ [`BURST_MAX`]) packets: the adopted indices
     /// are `ready[..k]` (k returned), chained mbufs (their tail freed) in `multiseg`.
     fn receive(&mut self, pool: &mut BufferPool, want: usize) -> usize {
+        let n = self.poll(want);
+        let n = self.index_pass(n);
+        self.adopt_pass(pool, n)
+    }
+
+    /// Calls `rte_eth_rx_burst` until `want` (≤ [`BURST_MAX`]) mbufs are in `burst` or
+    /// the driver has fewer; returns how many.
+    #[inline]
+    fn poll(&mut self, want: usize) -> usize {
         let mut n = 0usize;
         while n < want {
             let ask = self.rx_burst.min(want - n);
@@ -176,17 +201,31 @@ impl DpdkRx {
                 break;
             }
         }
+        n
+    }
+
+    /// Pass 1: mbuf -> buffer index of `burst[..n]` (branch-free, see
+    /// `Layout::index_burst`) into `ready`, with one range check for the whole burst;
+    /// foreign mbufs are freed and removed. Returns how many are left.
+    #[inline]
+    fn index_pass(&mut self, n: usize) -> usize {
+        if self.layout.index_burst(&self.burst[..n], &mut self.ready[..n]) {
+            n
+        } else {
+            self.drop_foreign(n)
+        }
+    }
+
+    /// Pass 2: adopts `ready[..n]` (mbufs `burst[..n]`) into the pool; the adopted indices
+    /// are `ready[..k]` (k returned), chained mbufs (their tail freed) in `multiseg`.
+    fn adopt_pass(&mut self, pool: &mut BufferPool, n: usize) -> usize {
         self.multiseg.clear();
         let l = self.layout;
-        // Pass 1: mbuf -> buffer index (branch-free, see `Layout::index_burst`) into `ready`,
-        // with one range check for the whole burst. (No metadata prefetch: pass 2 has no
-        // dependency from one packet to the next, so the out-of-order core overlaps the
-        // packets' metadata loads by itself; a prefetch pass cost 5 instructions a packet.)
-        if !l.index_burst(&self.burst[..n], &mut self.ready[..n]) {
-            n = self.drop_foreign(n);
-        }
-        // Pass 2: adopt each buffer with the driver's offset and length (one metadata
-        // line written whole per packet); chained mbufs are cut to their first segment.
+        // Each buffer is adopted with the driver's offset and length (one metadata line
+        // written whole per packet); chained mbufs are cut to their first segment. (No
+        // metadata prefetch: there is no dependency from one packet to the next, so the
+        // out-of-order core overlaps the packets' metadata loads by itself; a prefetch
+        // pass cost 5 instructions a packet.)
         let multiseg = &mut self.multiseg;
         let descs = &self.burst[..n];
         let place = |&m: &usize| {
@@ -308,6 +347,12 @@ impl DpdkRx {
         self.refused
     }
 
+    /// Packets handed over raw (part of [`received`](Self::received); see
+    /// [`with_raw_forwarding`](Self::with_raw_forwarding)).
+    pub fn lent(&self) -> u64 {
+        self.lent
+    }
+
     /// The port polled.
     pub fn port(&self) -> &Arc<Port> {
         &self.port
@@ -327,14 +372,28 @@ impl Node for DpdkRx {
         if want == 0 {
             return;
         }
-        let k = self.receive(cx.pool_mut(), want);
-        // `want <= frame.room()`, so all of them fit.
-        frame.extend_from_slice(&self.ready[..k]);
-        for i in 0..self.multiseg.len() {
-            let bi = self.multiseg[i];
-            cx.drop_buffer(bi, DpdkRxError::MultiSegment);
+        if self.raw && cx.can_enqueue_raw(DpdkRxNext::Out) {
+            let n = self.poll(want);
+            let n = self.index_pass(n);
+            // `want <= frame.room()`, so all of them fit.
+            frame.extend_from_slice(&self.ready[..n]);
+            // SAFETY: `ready[..n]` are mbufs of the pool's mempool (`index_pass`) that
+            // `rte_eth_rx_burst` just handed over: out of the mempool and in no queue, so
+            // not held by the pool either (it holds only what it allocated or adopted and
+            // has not given back, and every such mbuf is out of the driver's reach).
+            if unsafe { cx.enqueue_raw(frame, DpdkRxNext::Out) } {
+                self.received += n as u64;
+                self.lent += n as u64;
+                return;
+            }
+            // Not reached (`can_enqueue_raw` held); adopt them instead.
+            frame.clear();
+            let k = self.adopt_pass(cx.pool_mut(), n);
+            self.enqueue_adopted(cx, frame, k);
+            return;
         }
-        cx.enqueue_all(frame, DpdkRxNext::Out);
+        let k = self.receive(cx.pool_mut(), want);
+        self.enqueue_adopted(cx, frame, k);
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
@@ -346,6 +405,20 @@ impl Node for DpdkRx {
             self.queue,
             pkt.data().len()
         );
+    }
+}
+
+impl DpdkRx {
+    /// Sends the adopted `ready[..k]` on, and the chained ones to the drop node.
+    #[inline]
+    fn enqueue_adopted(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame, k: usize) {
+        // `k <= want <= frame.room()`, so all of them fit.
+        frame.extend_from_slice(&self.ready[..k]);
+        for i in 0..self.multiseg.len() {
+            let bi = self.multiseg[i];
+            cx.drop_buffer(bi, DpdkRxError::MultiSegment);
+        }
+        cx.enqueue_all(frame, DpdkRxNext::Out);
     }
 }
 
@@ -431,6 +504,7 @@ pub struct DpdkTx {
     retries: u32,
     sent: u64,
     full: u64,
+    sent_raw: u64,
 }
 
 impl DpdkTx {
@@ -486,6 +560,7 @@ impl DpdkTx {
             retries: DEFAULT_TX_RETRIES,
             sent: 0,
             full: 0,
+            sent_raw: 0,
         }
     }
 
@@ -503,6 +578,12 @@ impl DpdkTx {
     /// Packets dropped because a queue stayed full.
     pub fn queue_full(&self) -> u64 {
         self.full
+    }
+
+    /// Packets that came raw from an rx node and were sent as they were received (part
+    /// of [`sent`](Self::sent); see [`DpdkRx::with_raw_forwarding`]).
+    pub fn sent_raw(&self) -> u64 {
+        self.sent_raw
     }
 
     /// The ports transmitted on, by interface index.
@@ -530,6 +611,18 @@ impl DpdkTx {
                 n = k;
             }
             self.flush(cx, qi, n);
+        }
+    }
+
+    /// Sends raw buffers `bis` (lent by an rx node: mbufs as the driver delivered them,
+    /// not held by the pool) on queue `qi` in bursts, without touching them.
+    fn send_raw(&mut self, cx: &mut Context<'_, Self>, qi: usize, bis: &[u32]) {
+        let l = self.layout;
+        for chunk in bis.chunks(BURST_MAX) {
+            let n = l.mbuf_burst(chunk, &mut self.queues[qi].burst);
+            let before = self.sent;
+            self.flush(cx, qi, n);
+            self.sent_raw += self.sent - before;
         }
     }
 
@@ -571,8 +664,9 @@ impl DpdkTx {
                 .layout
                 .index(m)
                 .expect("an mbuf of the graph's mempool");
-            // SAFETY: the pool released `bi` into this burst and the driver refused it, so
-            // it is ours alone again (in no queue, not in the mempool).
+            // SAFETY: the pool released `bi` into this burst, or an rx node lent it raw,
+            // and the driver refused it, so it is ours alone again (in no queue, not in
+            // the mempool, not held by the pool).
             unsafe { cx.pool_mut().adopt(bi) };
             self.full += 1;
             cx.drop_buffer(bi, DpdkTxError::QueueFull);
@@ -585,15 +679,27 @@ impl Node for DpdkTx {
     type Error = DpdkTxError;
     const KIND: NodeKind = NodeKind::Sink;
 
+    /// With one port, raw buffers from an rx node are sent as they were received (see
+    /// [`DpdkRx::with_raw_forwarding`]); with several, the port is chosen from each
+    /// packet's metadata, which raw buffers do not have.
+    fn takes_raw(&self) -> bool {
+        self.queues.len() == 1
+    }
+
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         if !self.layout.is_pool_of(cx.pool()) {
             wrong_pool("DpdkTx", &self.queues[0].port);
         }
         if self.queues.len() == 1 {
-            self.send(cx, 0, frame.buffers());
+            let r = frame.raw_len();
+            if r > 0 {
+                self.send_raw(cx, 0, &frame.buffers()[..r]);
+            }
+            self.send(cx, 0, &frame.buffers()[r..]);
             frame.clear();
             return;
         }
+        // (`takes_raw` is false with several ports: no raw buffer comes here.)
         // Several ports: sort the frame by tx interface first (order kept per port).
         for &bi in frame.buffers() {
             if !cx.pool().is_allocated(bi) {
