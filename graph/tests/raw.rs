@@ -96,10 +96,17 @@ impl Node for RawSink {
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let r = frame.raw_len();
         assert!(r <= frame.len());
-        assert!(r == 0 || self.raw, "raw buffers reached a node that does not take them");
+        assert!(
+            r == 0 || self.raw,
+            "raw buffers reached a node that does not take them"
+        );
         self.frames.push((r, frame.len()));
         for (i, &bi) in frame.buffers().iter().enumerate() {
-            assert_eq!(cx.pool().is_allocated(bi), i >= r, "buffer {bi} at {i}, raw {r}");
+            assert_eq!(
+                cx.pool().is_allocated(bi),
+                i >= r,
+                "buffer {bi} at {i}, raw {r}"
+            );
             // Through the pool a raw buffer is an empty packet.
             if i < r {
                 assert!(cx.packet(bi).data().is_empty());

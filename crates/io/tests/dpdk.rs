@@ -116,7 +116,10 @@ fn pcap_port_round_trip_is_zero_copy_and_conserves() {
             let tx = g.node::<DpdkTx>("tx").unwrap();
             assert_eq!(tx.sent(), expect_out);
             let lent = g.node::<DpdkRx>("rx").unwrap().lent();
-            assert_eq!((lent, tx.sent_raw()), if raw { (3001, 3001) } else { (0, 0) });
+            assert_eq!(
+                (lent, tx.sent_raw()),
+                if raw { (3001, 3001) } else { (0, 0) }
+            );
             drop(g);
             drop(port); // closes the port: flushes tx_pcap, frees the rx ring's mbufs
         });
@@ -319,7 +322,11 @@ fn raw_forwarding_into_a_full_queue_drops_without_leaks() {
         let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
         g.run_until_idle();
         assert_eq!(g.conservation().input, sent);
-        assert_eq!(g.node::<DpdkRx>("rx").unwrap().lent(), 0, "a sink that adopts");
+        assert_eq!(
+            g.node::<DpdkRx>("rx").unwrap().lent(),
+            0,
+            "a sink that adopts"
+        );
     });
 }
 

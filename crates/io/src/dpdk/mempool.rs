@@ -159,7 +159,16 @@ impl Layout {
         let (out, bis) = (&mut out[..n], &bis[..n]);
         if self.fits32 {
             let stride = self.stride as u32;
-            for (o, &bi) in out.iter_mut().zip(bis) {
+            #[cfg(target_arch = "x86_64")]
+            let done = if self.avx2 {
+                // SAFETY: `avx2` is true only if the CPU has AVX2 (`has_avx2`).
+                unsafe { avx2::mbuf_burst(self.mbuf0, stride, bis, out) }
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            for (o, &bi) in out[done..].iter_mut().zip(&bis[done..]) {
                 *o = self.mbuf0 + bi.wrapping_mul(stride) as usize;
             }
         } else {
@@ -184,6 +193,45 @@ fn has_avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
+
+    /// [`Layout::mbuf_burst`](super::Layout::mbuf_burst) in 32-bit lanes: the mbuf
+    /// addresses `mbuf0 + bi * stride` of `bis[..8k]` into `out` (k as many whole steps of
+    /// eight as fit); returns 8k. The products must fit 32 bits (`Layout::fits32`).
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    // SAFETY: an `unsafe fn` because it may only run where the CPU has AVX2 (its caller
+    // checks `Layout::avx2`); the unit test runs it against the scalar path.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mbuf_burst(
+        mbuf0: usize,
+        stride: u32,
+        bis: &[u32],
+        out: &mut [usize],
+    ) -> usize {
+        let steps = bis.len().min(out.len()) / 8;
+        let base = _mm256_set1_epi64x(mbuf0 as i64);
+        let s = _mm256_set1_epi32(stride as i32);
+        let (b, o) = (bis.as_ptr(), out.as_mut_ptr());
+        for k in (0..steps * 8).step_by(8) {
+            // SAFETY: `k + 8 <= steps * 8 <= min(bis.len(), out.len())`: eight `u32` read
+            // at `b + k` (one unaligned 32-byte load), eight `usize` written at `o + k` (two
+            // unaligned 32-byte stores).
+            let i = unsafe { _mm256_loadu_si256(b.add(k).cast()) };
+            let off = _mm256_mullo_epi32(i, s);
+            let lo = _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(off)), base);
+            let hi = _mm256_add_epi64(
+                _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(off)),
+                base,
+            );
+            // SAFETY: see above.
+            unsafe {
+                _mm256_storeu_si256(o.add(k).cast(), lo);
+                _mm256_storeu_si256(o.add(k + 4).cast(), hi);
+            }
+        }
+        steps * 8
+    }
 
     /// Indices of `mbufs[..8k]` (k as many whole steps as fit) into `out`; returns the OR
     /// of the offsets' high halves, the largest index and 8k.
@@ -708,6 +756,15 @@ mod tests {
                 assert!(!lay.index_burst(&b, &mut out));
                 b[5] = lay.mbuf0 + (1 << 32) * stride; // a multiple of the stride, far away
                 assert!(!lay.index_burst(&b, &mut out));
+                // And back: indices to mbuf addresses, every length around the 8-wide steps.
+                let idx: Vec<u32> = (0..64u32).map(|i| i * 13 % 1000).collect();
+                let mut back = vec![0usize; 64];
+                for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 63, 64] {
+                    back.fill(0);
+                    assert_eq!(lay.mbuf_burst(&idx[..len], &mut back), len);
+                    assert_eq!(&back[..len], &mbufs[..len], "len {len}");
+                    assert!(back[len..].iter().all(|&m| m == 0));
+                }
             }
             let mut x = 0x9E37_79B9_7F4A_7C15u64;
             for _ in 0..100_000 {

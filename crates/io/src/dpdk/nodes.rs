@@ -209,7 +209,10 @@ impl DpdkRx {
     /// foreign mbufs are freed and removed. Returns how many are left.
     #[inline]
     fn index_pass(&mut self, n: usize) -> usize {
-        if self.layout.index_burst(&self.burst[..n], &mut self.ready[..n]) {
+        if self
+            .layout
+            .index_burst(&self.burst[..n], &mut self.ready[..n])
+        {
             n
         } else {
             self.drop_foreign(n)
