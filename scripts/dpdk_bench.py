@@ -57,15 +57,17 @@ def testpmd(vdevs, prefix, burst, secs, packed=False):
         sys.exit('testpmd output not understood:\n' + out[-3000:])
     return {'cycles_per_packet': float(m.group(1)), 'packets': int(m.group(3))}
 
-def ours_io(target, vdevs, prefix, vector, burst, n, layout=None):
+def ours_io(target, vdevs, prefix, vector, burst, n, layout=None, adopt=False):
     """Our rx -> tx graph: rte_eth_rx_burst calls of `burst` packets, up to `vector` per
     node call (vector == burst: one driver call per vector); `layout`: the mempool's
-    `--object-layout` (None: the binary's default, for builds without the option)."""
+    `--object-layout` (None: the binary's default, for builds without the option);
+    `adopt`: every packet handed to the buffer pool and back (`--adopt`) instead of the
+    raw hand-over from rx to tx."""
     eal = f'--no-huge -m 1024 --no-pci -l 1 --file-prefix={prefix} --log-level=error ' + \
         ' '.join(f'--vdev={v}' for v in vdevs)
     out = run([f'{target}/dpdk_io', '-n', str(n), '--vector-size', str(vector),
                '--rx-burst', str(burst), '--json', '--eal', eal]
-              + (['--object-layout', layout] if layout else []))
+              + (['--object-layout', layout] if layout else []) + (['--adopt'] if adopt else []))
     if '{' not in out:
         # E.g. `--object-layout standard` with net_null ports: DPDK splits that pool into
         # several memory chunks, which buffer indices cannot use (our default never asks).
@@ -93,7 +95,9 @@ BARS = (('testpmd', '#888', 'testpmd io, its default mempool (no-huge: 1 mbuf / 
         ('testpmd_packed', '#bbb', 'testpmd io, mbufs packed (LD_PRELOAD shim)'),
         ('pktvec_old', '#c96', 'pktvec, old build (--old-target)'),
         ('pktvec_standard', '#7b9', 'pktvec, testpmd\'s mempool layout'),
-        ('pktvec', '#2a6', 'pktvec DpdkRx -> DpdkTx, default (packed) mempool'))
+        ('pktvec_adopt', '#9cd', 'pktvec, every packet through the buffer pool (--adopt), V 256'),
+        ('pktvec', '#2a6', 'pktvec DpdkRx -> DpdkTx, raw hand-over, packed mempool, V 256'),
+        ('pktvec_two_calls', '#164', 'pktvec, raw hand-over, V = 2 bursts'))
 
 def svg(summary, path):
     """Bar chart: cycles per forwarded packet (medians of the reps) per setup."""
@@ -145,10 +149,10 @@ def summarize(res, setups):
                    'pktvec_standard': lambda r: r['pktvec_standard']['wall_cycles_per_packet'],
                    'pktvec_old': lambda r: r['pktvec_old']['wall_cycles_per_packet'],
                    'pktvec_one_call': lambda r: r['pktvec_one_call']['wall_cycles_per_packet'],
-                   'pktvec_two_calls': lambda r: r['pktvec_two_calls']['wall_cycles_per_packet']}
-            key = {'testpmd_packed': 'testpmd_packed', 'pktvec_standard': 'pktvec_standard',
-                   'pktvec_old': 'pktvec_old', 'pktvec_one_call': 'pktvec_one_call',
-                   'pktvec_two_calls': 'pktvec_two_calls'}
+                   'pktvec_two_calls': lambda r: r['pktvec_two_calls']['wall_cycles_per_packet'],
+                   'pktvec_adopt': lambda r: r['pktvec_adopt']['wall_cycles_per_packet'],
+                   'pktvec_adopt_two_calls': lambda r: r['pktvec_adopt_two_calls']['wall_cycles_per_packet']}
+            key = {}
             e = {}
             for v, f in val.items():
                 have = [r for r in rs if key.get(v, v) in r]
@@ -165,6 +169,9 @@ def summarize(res, setups):
                                'ratio_one_call': ('pktvec_one_call', 'testpmd'),
                                'ratio_one_call_packed': ('pktvec_one_call', 'testpmd_packed'),
                                'ratio_two_calls_packed': ('pktvec_two_calls', 'testpmd_packed'),
+                               'ratio_adopt_packed': ('pktvec_adopt', 'testpmd_packed'),
+                               'ratio_adopt_two_calls_packed': ('pktvec_adopt_two_calls', 'testpmd_packed'),
+                               'raw_over_adopt': ('pktvec', 'pktvec_adopt'),
                                'new_over_old': ('pktvec', 'pktvec_old'),
                                'new_over_old_standard': ('pktvec_standard', 'pktvec_old')}.items():
                 both = [r for r in rs if key.get(a, a) in r and key.get(b, b) in r]
@@ -244,6 +251,10 @@ def main():
                     # lines fit L1).
                     tasks.append(('pktvec_one_call', lambda: ours_io(a.target, vdevs, f'iv{p}', burst, burst, a.n)))
                     tasks.append(('pktvec_two_calls', lambda: ours_io(a.target, vdevs, f'iw{p}', 2 * burst, burst, a.n)))
+                    tasks.append(('pktvec_adopt_two_calls', lambda: ours_io(a.target, vdevs, f'ix{p}', 2 * burst, burst,
+                                                                            a.n, adopt=True)))
+                # Every packet through the buffer pool (a graph with a node between rx and tx).
+                tasks.append(('pktvec_adopt', lambda: ours_io(a.target, vdevs, f'ia{p}', 256, burst, a.n, adopt=True)))
                 k = rep % len(tasks)
                 run_ = {'rep': rep, 'vdevs': name, 'burst': burst}
                 for key, f in tasks[k:] + tasks[:k]:

@@ -162,3 +162,85 @@ fn steady_state_dispatch_does_not_allocate() {
     assert!(c.is_balanced(), "{c}");
     assert_eq!(g.pool().in_use(), 0);
 }
+
+/// The test's "driver": buffers out of the pool (released), shared by the lender and the
+/// sink, with room for all of them from the start.
+type Backend = std::sync::Arc<std::sync::Mutex<Vec<u32>>>;
+
+next_nodes! {
+    /// The lender's arc.
+    pub enum LendNext { Out = "raw-tx" }
+}
+
+/// Lends a vector of the backend's buffers raw per call (a DPDK rx node's raw path).
+struct Lend(Backend);
+impl Node for Lend {
+    type Next = LendNext;
+    type Error = NoError;
+    const KIND: pktvec_graph::NodeKind = pktvec_graph::NodeKind::Input;
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let mut stock = self.0.lock().unwrap();
+        let n = frame.room().min(stock.len());
+        let at = stock.len() - n;
+        frame.extend_from_slice(&stock[at..]);
+        stock.truncate(at);
+        drop(stock);
+        // SAFETY: the backend's buffers are out of the pool (released), each lent once.
+        assert!(unsafe { cx.enqueue_raw(frame, LendNext::Out) });
+    }
+}
+
+/// Takes raw buffers and gives them back to the backend as they are (a DPDK tx node's
+/// raw path, the driver returning them at once).
+struct RawTx(Backend);
+impl Node for RawTx {
+    type Next = pktvec_graph::NoNext;
+    type Error = NoError;
+    const KIND: pktvec_graph::NodeKind = pktvec_graph::NodeKind::Sink;
+    fn takes_raw(&self) -> bool {
+        true
+    }
+    fn process(&mut self, _cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        assert_eq!(frame.raw_len(), frame.len());
+        self.0.lock().unwrap().extend_from_slice(frame.buffers());
+        frame.clear();
+    }
+}
+
+#[test]
+fn steady_state_raw_hand_over_does_not_allocate() {
+    let mut pool = BufferPool::new(PoolConfig {
+        buffers: 1024,
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    let mut out = vec![0u32; 1024];
+    assert_eq!(pool.alloc_bulk(&mut out), 1024);
+    for &bi in &out {
+        assert!(pool.release(bi));
+    }
+    let backend: Backend = std::sync::Arc::new(std::sync::Mutex::new(out));
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add("lend", Lend(backend.clone()))
+        .add("raw-tx", RawTx(backend.clone()));
+    let mut g = b.build(pool).unwrap();
+    for _ in 0..100 {
+        g.run_once();
+    }
+    let before = ALLOCS.load(Relaxed);
+    let mut produced = 0;
+    for _ in 0..5000 {
+        produced += g.run_once();
+    }
+    let after = ALLOCS.load(Relaxed);
+    assert_eq!(produced, 5000 * 256);
+    assert_eq!(
+        after - before,
+        0,
+        "raw hand-over allocated {} times",
+        after - before
+    );
+    assert_eq!(g.runtime().row("raw-tx").unwrap().packets, 5100 * 256);
+    assert_eq!(backend.lock().unwrap().len(), 1024);
+    assert_eq!(g.pool().in_use(), 0);
+}

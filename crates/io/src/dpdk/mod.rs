@@ -11,6 +11,14 @@
 //!   transmitting to a tx queue, one burst per vector (tx retries, then drops with a
 //!   counted reason).
 //!
+//! Every received mbuf is handed to the buffer pool (its metadata line written from the
+//! mbuf) and back on tx (the place written into the mbuf): about 15 instructions a packet
+//! each way. When rx is wired straight to a tx of one port and nothing traces or captures
+//! the packets, rx lends the mbufs *raw* instead
+//! ([`Context::enqueue_raw`](pktvec_graph::Context::enqueue_raw)): tx sends them as they
+//! came, testpmd's io forwarding inside a graph. [`DpdkRx::with_raw_forwarding`] turns
+//! this off.
+//!
 //! ```no_run
 //! use pktvec_graph::{GraphBuilder, GraphConfig};
 //! use pktvec_io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};

@@ -501,6 +501,10 @@ struct TxQueue {
 /// writes nothing: every mbuf in the graph already is one segment (`nb_segs` 1, `next`
 /// NULL: the rx node cuts chains, the mempool hands out reset mbufs) and carries no tx
 /// offload flag (pktvec sets none; rx flags are ignored on tx).
+///
+/// Raw buffers from a [`DpdkRx`] wired straight to this node (one port only; see
+/// [`DpdkRx::with_raw_forwarding`]) are sent as the driver delivered them, nothing
+/// written, chains included, which is exactly testpmd's io forwarding.
 pub struct DpdkTx {
     queues: Vec<TxQueue>,
     layout: Layout,
