@@ -7,7 +7,8 @@ that each call can hold the bench lock on its own; --merge summarises the reps.
     cargo build --release --features dpdk --example dpdk_io
     for i in $(seq 0 9); do flock /tmp/pktvec-bench.lock python3 scripts/dpdk_ab.py \
         --target target/release/examples --rep $i --json /tmp/ab-$i.json; done
-    python3 scripts/dpdk_ab.py --merge /tmp/ab-*.json --json docs/results/dpdk-s12-ab.json
+    python3 scripts/dpdk_ab.py --merge /tmp/ab-*.json --json docs/results/dpdk-s12-ab.json \
+        --svg docs/results/dpdk-s12-ab.svg
 
 Variants: raw hand-over (rx lends its mbufs straight to tx) at vectors of 256, 128 and 64,
 and every packet through the buffer pool (`--adopt`) at 256. Needs Debian's dpdk-dev
@@ -51,6 +52,41 @@ def summarise(reps):
     return s
 
 
+def svg(summary, path):
+    """Per-rep ratios to testpmd (dots) and their median (bar) per variant, with the
+    target line at 1.10."""
+    names = [n for n, _, _ in VARIANTS]
+    ymax = max(max(summary[n]['ratios']) for n in names) * 1.1
+    W, H, L, B, T = 640, 360, 60, 50, 40
+    y = lambda v: H - B - (H - B - T) * v / ymax
+    bw = (W - L - 20) / len(names)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">io forwarding, net_null, burst 32: cycles / testpmd\'s (packed)</text>',
+           f'<text x="{W/2}" y="32" text-anchor="middle" font-size="11">per rep (dots), median (bar); runs of equal length, order rotated</text>',
+           f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>']
+    t = 0.0
+    while t <= ymax:
+        out.append(f'<text x="{L-6}" y="{y(t)+4}" text-anchor="end">{t:.1f}</text>'
+                   f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
+        t += 0.2
+    for v, col, lab in ((1.0, '#888', '1.00 (testpmd)'), (1.1, '#c33', '1.10 (target)')):
+        out.append(f'<line x1="{L}" y1="{y(v)}" x2="{W-10}" y2="{y(v)}" stroke="{col}" stroke-dasharray="4,3"/>'
+                   f'<text x="{W-12}" y="{y(v)-3}" text-anchor="end" fill="{col}" font-size="10">{lab}</text>')
+    for i, n in enumerate(names):
+        x0 = L + i * bw + bw * 0.2
+        m = summary[n]['ratio_median']
+        col = '#9cd' if n.startswith('adopt') else '#2a6'
+        out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
+                   f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.2f}</text>')
+        for k, r in enumerate(summary[n]['ratios']):
+            out.append(f'<circle cx="{x0 + bw*0.1 + (bw*0.4)*k/max(1, len(summary[n]["ratios"])-1)}" cy="{y(r)}" r="2.5" fill="black"/>')
+        label = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64', 'adopt256': 'adopted, V 256'}[n]
+        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{label}</text>')
+    out.append('</svg>')
+    open(path, 'w').write('\n'.join(out))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', default=os.environ.get('CARGO_TARGET_DIR', 'target') + '/release/examples')
@@ -58,12 +94,15 @@ def main():
     ap.add_argument('--secs', type=int, default=5, help='testpmd run length')
     ap.add_argument('-n', type=int, default=400_000_000, help='packets per dpdk_io run (~5 s)')
     ap.add_argument('--json', required=True)
+    ap.add_argument('--svg', help='with --merge: the plot')
     ap.add_argument('--merge', nargs='+')
     a = ap.parse_args()
     if a.merge:
         reps = [json.load(open(f))['rep'] for f in a.merge]
         res = {'reps': reps, 'summary': summarise(reps)}
         json.dump(res, open(a.json, 'w'), indent=1)
+        if a.svg:
+            svg(res['summary'], a.svg)
         for k, v in res['summary'].items():
             print(k, {x: (round(y, 3) if isinstance(y, float) else y) for x, y in v.items()})
         return
