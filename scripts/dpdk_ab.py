@@ -83,8 +83,8 @@ def svg(summary, path):
             out.append(f'<circle cx="{x0 + bw*0.1 + (bw*0.4)*k/max(1, len(summary[n]["ratios"])-1)}" cy="{y(r)}" r="2.5" fill="black"/>')
         label = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64', 'adopt256': 'adopted, V 256'}[n]
         out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{label}</text>')
-    out.append('</svg>')
-    open(path, 'w').write('\n'.join(out))
+    with open(path, 'w') as f:
+        f.write('\n'.join(out + ['</svg>']))
 
 
 def main():

@@ -159,36 +159,29 @@ fn assert_all_back(g: &Graph) {
 }
 
 #[test]
-fn raw_frames_reach_a_sink_that_takes_them_whole() {
-    let (pool, stock) = pool_and_stock(40);
-    let mut g = graph(16, pool, |b| {
-        b.add("lend", Lender::new(stock, 16))
-            .add("sink", RawSink::new(true));
-    });
-    g.run_until_idle();
-    let l = g.node::<Lender>("lend").unwrap();
-    assert_eq!((l.raw_calls, l.adopted_calls), (3, 0));
-    let s = g.node::<RawSink>("sink").unwrap();
-    assert_eq!(s.frames, vec![(16, 16), (16, 16), (8, 8)]);
-    let rt = g.runtime();
-    assert_eq!(rt.row("lend").unwrap().packets, 40);
-    assert_eq!(rt.row("sink").unwrap().packets, 40);
-    assert_all_back(&g);
-}
-
-#[test]
-fn a_node_that_does_not_take_raw_gets_adopted_buffers() {
-    let (pool, stock) = pool_and_stock(40);
-    let mut g = graph(16, pool, |b| {
-        b.add("lend", Lender::new(stock, 16))
-            .add("sink", RawSink::new(false));
-    });
-    g.run_until_idle();
-    let l = g.node::<Lender>("lend").unwrap();
-    assert_eq!((l.raw_calls, l.adopted_calls), (0, 3));
-    let s = g.node::<RawSink>("sink").unwrap();
-    assert_eq!((s.raw_packets(), s.packets()), (0, 40));
-    assert_all_back(&g);
+fn raw_frames_reach_only_a_sink_that_takes_them_and_whole() {
+    for takes_raw in [true, false] {
+        let (pool, stock) = pool_and_stock(40);
+        let mut g = graph(16, pool, |b| {
+            b.add("lend", Lender::new(stock, 16))
+                .add("sink", RawSink::new(takes_raw));
+        });
+        g.run_until_idle();
+        let l = g.node::<Lender>("lend").unwrap();
+        let s = g.node::<RawSink>("sink").unwrap();
+        if takes_raw {
+            assert_eq!((l.raw_calls, l.adopted_calls), (3, 0));
+            assert_eq!(s.frames, vec![(16, 16), (16, 16), (8, 8)]);
+        } else {
+            // A node that does not take raw buffers gets adopted ones.
+            assert_eq!((l.raw_calls, l.adopted_calls), (0, 3));
+            assert_eq!(s.frames, vec![(0, 16), (0, 16), (0, 8)]);
+        }
+        let rt = g.runtime();
+        assert_eq!(rt.row("lend").unwrap().packets, 40);
+        assert_eq!(rt.row("sink").unwrap().packets, 40);
+        assert_all_back(&g);
+    }
 }
 
 #[test]

@@ -54,6 +54,41 @@ fn forward(mempool: &Mempool, rx: DpdkRx, tx: DpdkTx) -> Graph {
     b.build(mempool.buffer_pool().unwrap()).unwrap()
 }
 
+/// Starts ports `rx_dev` and `tx_dev` and wires rx queue 0 of the first (stopping after
+/// `limit` packets) straight to tx queue 0 of the second (`retries` per burst): the graph
+/// of the raw hand-over.
+fn straight(
+    eal: &Eal,
+    mempool: &Mempool,
+    rx_dev: &str,
+    tx_dev: &str,
+    limit: u64,
+    retries: u32,
+) -> (Arc<Port>, Arc<Port>, Graph) {
+    let (rx, tx) = (start(eal, mempool, rx_dev), start(eal, mempool, tx_dev));
+    let g = forward(
+        mempool,
+        DpdkRx::new(&rx, 0).with_limit(limit),
+        DpdkTx::new(&tx, 0).with_retries(retries),
+    );
+    (rx, tx, g)
+}
+
+/// A graph of rx nodes all wired to one tx node named "tx".
+fn fan_in<const N: usize>(
+    cfg: GraphConfig,
+    mempool: &Mempool,
+    rxs: [(&str, DpdkRx); N],
+    tx: DpdkTx,
+) -> Graph {
+    let mut b = GraphBuilder::new(cfg);
+    b.add("tx", tx);
+    for (name, rx) in rxs {
+        b.add(name, rx).set_next(name, DpdkRxNext::Out, "tx");
+    }
+    b.build(mempool.buffer_pool().unwrap()).unwrap()
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("pktvec-dpdk-test-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -172,26 +207,44 @@ fn full_tx_queue_retries_then_drops_without_leaks() {
             .set_next("gen", SourceNext::Out, "tx");
         let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
         g.run_until_idle();
-        let c = g.conservation();
-        assert!(c.is_balanced(), "{c}");
-        let tx = g.node::<DpdkTx>("tx").unwrap();
-        let (sent, full) = (tx.sent(), tx.queue_full());
-        assert!(sent > 0 && full > 0, "sent {sent}, dropped {full}");
-        assert_eq!(sent + full, 3000);
-        assert_eq!((c.output, c.dropped), (sent, full));
-        assert_eq!(port.stats().opackets, sent);
-        let errors = g.errors().to_string();
-        assert!(errors.contains("tx queue full"), "{errors}");
+        let (sent, _) = full_queue_counts(&g, &port, 3000);
         drop(g);
         // The ring still holds the sent mbufs: a second graph receives every one back.
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add("rx", DpdkRx::new(&port, 0))
-            .add("count", CountingSink::new(1))
-            .set_next("rx", DpdkRxNext::Out, "count");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
-        g.run_until_idle();
-        assert_eq!(g.conservation().input, sent);
+        assert_eq!(drain_ring(mempool, &port), (sent, 0));
     });
+}
+
+/// Checks the counts of a graph whose tx node ("tx") found its queue full: some sent, the
+/// rest dropped as "tx queue full", sent + dropped = `total`, conservation, the port's tx
+/// counter; returns the packets sent and how many of them went raw.
+fn full_queue_counts(g: &Graph, port: &Port, total: u64) -> (u64, u64) {
+    let c = g.conservation();
+    assert!(c.is_balanced(), "{c}");
+    let tx = g.node::<DpdkTx>("tx").unwrap();
+    let (sent, full) = (tx.sent(), tx.queue_full());
+    assert!(sent > 0 && full > 0, "sent {sent}, dropped {full}");
+    assert_eq!(sent + full, total);
+    assert_eq!((c.output, c.dropped), (sent, full));
+    assert_eq!(port.stats().opackets, sent);
+    let errors = g.errors().to_string();
+    assert!(errors.contains("tx queue full"), "{errors}");
+    (sent, tx.sent_raw())
+}
+
+/// Receives what `port`'s ring still holds into a counting sink, through a new graph
+/// (the rx node adopts: its next takes no raw buffers); returns how many packets came
+/// back and how many were lent raw.
+fn drain_ring(mempool: &Mempool, port: &Arc<Port>) -> (u64, u64) {
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add("rx", DpdkRx::new(port, 0))
+        .add("count", CountingSink::new(1))
+        .set_next("rx", DpdkRxNext::Out, "count");
+    let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+    g.run_until_idle();
+    (
+        g.conservation().input,
+        g.node::<DpdkRx>("rx").unwrap().lent(),
+    )
 }
 
 next_nodes! {
@@ -293,40 +346,17 @@ fn null_ports_forward_in_bursts_without_leaks() {
 #[test]
 fn raw_forwarding_into_a_full_queue_drops_without_leaks() {
     with_mempool(4096, |eal, mempool| {
-        let src = start(eal, mempool, "net_null32");
-        let port = start(eal, mempool, "net_ring12");
         // Nobody polls the ring: once it is full the driver refuses the raw bursts, which
         // are adopted and dropped as "tx queue full".
-        let mut g = forward(
-            mempool,
-            DpdkRx::new(&src, 0).with_limit(3000),
-            DpdkTx::new(&port, 0).with_retries(1),
-        );
+        let (_, port, mut g) = straight(eal, mempool, "net_null32", "net_ring12", 3000, 1);
         assert_eq!(g.run_until_idle(), 3000);
-        let c = g.conservation();
-        assert!(c.is_balanced(), "{c}");
-        let tx = g.node::<DpdkTx>("tx").unwrap();
-        let (sent, full) = (tx.sent(), tx.queue_full());
-        assert!(sent > 0 && full > 0, "sent {sent}, dropped {full}");
-        assert_eq!((sent + full, tx.sent_raw()), (3000, sent));
-        assert_eq!((c.output, c.dropped), (sent, full));
+        let (sent, sent_raw) = full_queue_counts(&g, &port, 3000);
+        assert_eq!(sent_raw, sent, "every packet lent raw");
         assert_eq!(g.node::<DpdkRx>("rx").unwrap().lent(), 3000);
-        assert!(g.errors().to_string().contains("tx queue full"));
         assert_eq!(g.pool().in_use(), 0);
         drop(g);
-        // Empty the ring into a counting sink: every sent mbuf comes back once.
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add("rx", DpdkRx::new(&port, 0))
-            .add("count", CountingSink::new(1))
-            .set_next("rx", DpdkRxNext::Out, "count");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
-        g.run_until_idle();
-        assert_eq!(g.conservation().input, sent);
-        assert_eq!(
-            g.node::<DpdkRx>("rx").unwrap().lent(),
-            0,
-            "a sink that adopts"
-        );
+        // Empty the ring: every sent mbuf comes back once.
+        assert_eq!(drain_ring(mempool, &port), (sent, 0));
     });
 }
 
@@ -337,17 +367,19 @@ fn raw_buffers_still_pending_go_back_when_the_graph_is_dropped() {
         let tx = start(eal, mempool, "net_null34");
         // Two rx nodes lend 32 each into tx's pending vector; vectors of 32 and one node
         // call per run: tx sends the first 32, the other 32 stay pending, raw.
-        let mut b = GraphBuilder::new(GraphConfig {
+        let cfg = GraphConfig {
             vector_size: 32,
             max_calls_per_run: 1,
             ..GraphConfig::default()
-        });
-        b.add("rx-a", DpdkRx::new(&rx, 0).with_limit(32))
-            .add("rx-b", DpdkRx::new(&rx, 0).with_limit(32))
-            .add("tx", DpdkTx::new(&tx, 0))
-            .set_next("rx-a", DpdkRxNext::Out, "tx")
-            .set_next("rx-b", DpdkRxNext::Out, "tx");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        };
+        let rx_a = DpdkRx::new(&rx, 0).with_limit(32);
+        let rx_b = DpdkRx::new(&rx, 0).with_limit(32);
+        let mut g = fan_in(
+            cfg,
+            mempool,
+            [("rx-a", rx_a), ("rx-b", rx_b)],
+            DpdkTx::new(&tx, 0),
+        );
         g.run_once();
         let c = g.conservation();
         assert_eq!((c.input, c.output, c.in_flight), (64, 32, 32), "{c}");
@@ -361,13 +393,7 @@ fn raw_buffers_still_pending_go_back_when_the_graph_is_dropped() {
 #[test]
 fn a_trace_sees_adopted_packets_then_raw_forwarding_resumes() {
     with_mempool(4096, |eal, mempool| {
-        let rx = start(eal, mempool, "net_null35");
-        let tx = start(eal, mempool, "net_null36");
-        let mut g = forward(
-            mempool,
-            DpdkRx::new(&rx, 0).with_limit(1000),
-            DpdkTx::new(&tx, 0),
-        );
+        let (_, tx, mut g) = straight(eal, mempool, "net_null35", "net_null36", 1000, 8);
         g.trace_add(3);
         g.run_once();
         let shown = g.trace().to_string();
@@ -438,13 +464,15 @@ fn several_queues_each_polled_by_its_own_node() {
         };
         let port = start_with(eal, mempool, "net_null12", &cfg);
         assert_eq!((port.rx_queues(), port.tx_queues()), (2, 2));
-        let mut b = GraphBuilder::new(GraphConfig::default());
-        b.add("rx0", DpdkRx::new(&port, 0).with_limit(50_000))
-            .add("rx1", DpdkRx::new(&port, 1).with_limit(50_000))
-            .add("tx", DpdkTx::new(&port, 1))
-            .set_next("rx0", DpdkRxNext::Out, "tx")
-            .set_next("rx1", DpdkRxNext::Out, "tx");
-        let mut g = b.build(mempool.buffer_pool().unwrap()).unwrap();
+        let rx0 = DpdkRx::new(&port, 0).with_limit(50_000);
+        let rx1 = DpdkRx::new(&port, 1).with_limit(50_000);
+        let cfg = GraphConfig::default();
+        let mut g = fan_in(
+            cfg,
+            mempool,
+            [("rx0", rx0), ("rx1", rx1)],
+            DpdkTx::new(&port, 1),
+        );
         assert_eq!(g.run_until_idle(), 100_000);
         let c = g.conservation();
         assert!(c.is_balanced() && c.output == 100_000, "{c}");
