@@ -290,18 +290,17 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// use pktvec_graph::{Context, Frame, GraphBuilder, Node, NodeKind, NoError, NoNext};
     /// use pktvec_packet::{BufferPool, PoolConfig};
     /// pktvec_graph::next_nodes! { pub enum LendNext { Out = "keep" } }
-    /// /// Lends buffers 1 and 2 (free in the pool) to `keep` when it can.
-    /// struct Lend(bool);
+    /// /// Lends its buffers (out of the pool, as a driver's) to `keep` when it can.
+    /// struct Lend(Vec<u32>);
     /// impl Node for Lend {
     ///     type Next = LendNext;
     ///     type Error = NoError;
     ///     const KIND: NodeKind = NodeKind::Input;
     ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-    ///         if std::mem::take(&mut self.0) && cx.can_enqueue_raw(LendNext::Out) {
-    ///             frame.extend_from_slice(&[1, 2]);
-    ///             // SAFETY: not so in general (1 and 2 are on the owned pool's free list,
-    ///             // see `BufferPool::adopt`); `Keep` adopts and frees them at once, and
-    ///             // nothing allocates in between.
+    ///         if !self.0.is_empty() && cx.can_enqueue_raw(LendNext::Out) {
+    ///             frame.extend_from_slice(&self.0);
+    ///             self.0.clear();
+    ///             // SAFETY: released from the pool below and lent once.
     ///             unsafe { cx.enqueue_raw(frame, LendNext::Out) };
     ///         }
     ///     }
@@ -322,13 +321,19 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     ///         cx.free_frame(frame);
     ///     }
     /// }
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() })?;
+    /// let mut out = [0u32; 2];
+    /// assert_eq!(pool.alloc_bulk(&mut out), 2);
+    /// for bi in out {
+    ///     pool.release(bi); // out of the pool now, as a driver's buffer is
+    /// }
     /// let mut b = GraphBuilder::new(pktvec_graph::GraphConfig::default());
-    /// b.add("lend", Lend(true));
+    /// b.add("lend", Lend(out.to_vec()));
     /// b.add("keep", Keep(0));
-    /// let mut g = b.build(BufferPool::new(PoolConfig { buffers: 8, ..PoolConfig::default() })?)?;
+    /// let mut g = b.build(pool)?;
     /// assert_eq!(g.run_once(), 2);
     /// assert_eq!(g.node::<Keep>("keep").unwrap().0, 2);
-    /// assert_eq!(g.pool().in_use(), 0);
+    /// assert_eq!((g.pool().in_use(), g.pool().free_count()), (0, 8));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     // SAFETY: an `unsafe` function because every index must be a buffer its owner hands over

@@ -200,7 +200,7 @@ mod avx2 {
     ///
     /// # Safety
     /// The CPU has AVX2.
-    // SAFETY: an `unsafe fn` because it may only run where the CPU has AVX2 (its caller
+    // SAFETY: unsafe to call because it may only run where the CPU has AVX2 (its caller
     // checks `Layout::avx2`); the unit test runs it against the scalar path.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn mbuf_burst(
