@@ -3,7 +3,9 @@
 //! A counting global allocator wraps the system allocator; after a warm-up (during which
 //! pending vectors may grow to their working size), thousands of turns of the main loop
 //! through sources, a branching node, a two-phase lookup node, a fan-in node, the drop node
-//! and sinks must not allocate, reallocate or free once.
+//! and sinks must not allocate, reallocate or free once; nor may a raw hand-over. The
+//! count is per thread: the test harness and the other test allocate on their own threads
+//! meanwhile.
 
 use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
 use pktvec_graph::{
@@ -11,28 +13,42 @@ use pktvec_graph::{
 };
 use pktvec_packet::{BufferPool, PoolConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::cell::Cell;
 
 struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Allocator calls made by this thread (const-initialised: reading it never allocates).
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one allocator call of the calling thread (none while its thread-locals are torn
+/// down).
+fn count() {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
+
+/// This thread's allocator calls so far.
+fn allocs() -> u64 {
+    ALLOCS.with(Cell::get)
+}
 
 // SAFETY: forwards every call unchanged to the system allocator; only counts them.
 unsafe impl GlobalAlloc for Counting {
     // SAFETY: (trait contract) callers pass a valid non-zero-size layout, as to System.
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(l) }
     }
     // SAFETY: (trait contract) `p` came from this allocator with layout `l`.
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        ALLOCS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(p, l) }
     }
     // SAFETY: (trait contract) `p` came from this allocator with layout `l`, `n` > 0.
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(p, l, n) }
     }
@@ -112,9 +128,14 @@ fn allocations_in_steady_state(g: &mut pktvec_graph::Graph) -> (u64, u64) {
     for _ in 0..100 {
         g.run_once();
     }
-    let before = ALLOCS.load(Relaxed);
+    let before = allocs();
     let produced = (0..5000).map(|_| g.run_once()).sum();
-    (ALLOCS.load(Relaxed) - before, produced)
+    let counted = allocs() - before;
+    // The counter does see this thread's allocations.
+    let probe = allocs();
+    drop(std::hint::black_box(vec![1u8; 16]));
+    assert_eq!(allocs() - probe, 2, "an allocation and a free");
+    (counted, produced)
 }
 
 #[test]
