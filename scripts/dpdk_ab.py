@@ -26,12 +26,25 @@ VDEVS = ['net_null0', 'net_null1']
 VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False), ('adopt256', 256, True)]
 
 
-def one_rep(target, rep, secs, n):
+def l3fwd_null(target, rep, n):
+    """Our l3fwd over the same net_null pair (10,000 routes): net_null delivers zeroed
+    64-byte frames, so every packet ends at ethernet-input as "unknown ethertype" (rx,
+    parse, drop: not forwarding). Cycles a packet from wall time."""
+    eal = (f'--no-huge -m 1024 --no-pci -l 1 --file-prefix=abl{rep} --log-level=error '
+           + ' '.join(f'--vdev={v}' for v in VDEVS))
+    out = _bench['run']([f'{target}/l3fwd', '-n', str(n), '--route-count', '10000', '--json', '--dpdk', eal])
+    j = json.loads(out[out.index('{'):])
+    return j['seconds'] * _bench['TSC_HZ'] / j['packets']
+
+
+def one_rep(target, rep, secs, n, with_l3fwd):
     _bench['TSC_HZ'] = _bench['tsc_hz']()
     tasks = [('testpmd_packed', lambda: _bench['testpmd'](VDEVS, f'abt{rep}', 32, secs, packed=True)['cycles_per_packet'])]
     for name, v, adopt in VARIANTS:
         tasks.append((name, lambda v=v, adopt=adopt, name=name: _bench['ours_io'](
             target, VDEVS, f'ab{name}{rep}', v, 32, n, adopt=adopt)['wall_cycles_per_packet']))
+    if with_l3fwd:
+        tasks.append(('l3fwd_null', lambda: l3fwd_null(target, rep, n // 2)))
     k = rep % len(tasks)
     out = {}
     for name, f in tasks[k:] + tasks[:k]:
@@ -43,7 +56,9 @@ def summarise(reps):
     s = {}
     tp = [r['testpmd_packed'] for r in reps]
     s['testpmd_packed'] = {'median': statistics.median(tp), 'min': min(tp), 'reps': tp}
-    for name, _, _ in VARIANTS:
+    for name in [v[0] for v in VARIANTS] + ['l3fwd_null']:
+        if not all(name in r for r in reps):
+            continue
         xs = [r[name] for r in reps]
         per = [r[name] / r['testpmd_packed'] for r in reps]
         s[name] = {'median': statistics.median(xs), 'min': min(xs), 'reps': [round(x, 2) for x in xs],
@@ -94,6 +109,7 @@ def main():
     ap.add_argument('--secs', type=int, default=5, help='testpmd run length')
     ap.add_argument('-n', type=int, default=400_000_000, help='packets per dpdk_io run (~5 s)')
     ap.add_argument('--json', required=True)
+    ap.add_argument('--l3fwd', action='store_true', help='also time l3fwd over the net_null pair (all dropped)')
     ap.add_argument('--svg', help='with --merge: the plot')
     ap.add_argument('--merge', nargs='+')
     a = ap.parse_args()
@@ -106,7 +122,7 @@ def main():
         for k, v in res['summary'].items():
             print(k, {x: (round(y, 3) if isinstance(y, float) else y) for x, y in v.items()})
         return
-    r = one_rep(a.target, a.rep, a.secs, a.n)
+    r = one_rep(a.target, a.rep, a.secs, a.n, a.l3fwd)
     r['uptime'] = open('/proc/loadavg').read().split()[:3]
     json.dump({'rep': r}, open(a.json, 'w'), indent=1)
     print(a.rep, {k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
