@@ -17,10 +17,7 @@ and every packet through the buffer pool (`--adopt`) at 256. Needs Debian's dpdk
 import argparse, json, os, statistics, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# dpdk_bench.py runs its main() on import; take its helpers without running it.
-_src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dpdk_bench.py')).read()
-_bench = {'__name__': 'dpdk_bench_lib', '__file__': os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dpdk_bench.py')}
-exec(compile(_src.rsplit('\nmain()', 1)[0], 'dpdk_bench.py', 'exec'), _bench)
+import dpdk_bench as bench  # noqa: E402  (testpmd, ours_io, run, tsc_hz)
 
 VDEVS = ['net_null0', 'net_null1']
 VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False), ('adopt256', 256, True)]
@@ -32,16 +29,16 @@ def l3fwd_null(target, rep, n):
     parse, drop: not forwarding). Cycles a packet from wall time."""
     eal = (f'--no-huge -m 1024 --no-pci -l 1 --file-prefix=abl{rep} --log-level=error '
            + ' '.join(f'--vdev={v}' for v in VDEVS))
-    out = _bench['run']([f'{target}/l3fwd', '-n', str(n), '--route-count', '10000', '--json', '--dpdk', eal])
+    out = bench.run([f'{target}/l3fwd', '-n', str(n), '--route-count', '10000', '--json', '--dpdk', eal])
     j = json.loads(out[out.index('{'):])
-    return j['seconds'] * _bench['TSC_HZ'] / j['packets']
+    return j['seconds'] * bench.TSC_HZ / j['packets']
 
 
 def one_rep(target, rep, secs, n, with_l3fwd):
-    _bench['TSC_HZ'] = _bench['tsc_hz']()
-    tasks = [('testpmd_packed', lambda: _bench['testpmd'](VDEVS, f'abt{rep}', 32, secs, packed=True)['cycles_per_packet'])]
+    bench.TSC_HZ = bench.tsc_hz()
+    tasks = [('testpmd_packed', lambda: bench.testpmd(VDEVS, f'abt{rep}', 32, secs, packed=True)['cycles_per_packet'])]
     for name, v, adopt in VARIANTS:
-        tasks.append((name, lambda v=v, adopt=adopt, name=name: _bench['ours_io'](
+        tasks.append((name, lambda v=v, adopt=adopt, name=name: bench.ours_io(
             target, VDEVS, f'ab{name}{rep}', v, 32, n, adopt=adopt)['wall_cycles_per_packet']))
     if with_l3fwd:
         tasks.append(('l3fwd_null', lambda: l3fwd_null(target, rep, n // 2)))

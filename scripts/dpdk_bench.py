@@ -283,4 +283,5 @@ def main():
     svg(summary, a.svg)
     print(json.dumps(summary, indent=1))
 
-main()
+if __name__ == '__main__':
+    main()

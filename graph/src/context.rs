@@ -237,20 +237,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     fn move_frame(&mut self, frame: &mut Frame, arc: u16) {
         self.leaving_frame(frame);
         let t = self.target(arc, &frame.bufs);
-        let p = &mut self.rt.nodes[t as usize];
-        if p.bufs.is_empty() {
-            std::mem::swap(&mut p.bufs, &mut frame.bufs);
-            // Indices a node enqueues are never raw (a raw prefix of its own frame that it
-            // did not send is lost here: the pool does not hold those buffers).
-            frame.raw = 0;
-        } else {
-            p.bufs.extend_from_slice(&frame.bufs);
-            frame.clear();
-        }
-        if !p.scheduled {
-            p.scheduled = true;
-            self.rt.ready.push(t);
-        }
+        self.rt.hand_over(t, frame);
     }
 
     /// True if [`enqueue_raw`](Self::enqueue_raw) on arc `next` would hand the frame over
@@ -349,19 +336,9 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         }
         self.emitted += n as u64;
         let t = self.arcs[next.index() as usize];
-        let p = &mut self.rt.nodes[t as usize];
-        if p.bufs.is_empty() {
-            std::mem::swap(&mut p.bufs, &mut frame.bufs);
-        } else {
-            p.bufs.extend_from_slice(&frame.bufs);
-        }
+        let p = self.rt.hand_over(t, frame);
         // Everything pending was raw (`can_enqueue_raw`), and so is what came.
         p.raw = p.bufs.len();
-        frame.clear();
-        if !p.scheduled {
-            p.scheduled = true;
-            self.rt.ready.push(t);
-        }
         true
     }
 

@@ -3,7 +3,7 @@
 
 use crate::capture::Tap;
 use crate::trace::Trace;
-use crate::GraphConfig;
+use crate::{Frame, GraphConfig};
 use pktvec_packet::BufferPool;
 
 /// Error index 0: a packet reached the drop node without a reason.
@@ -104,6 +104,27 @@ impl Runtime {
             p.scheduled = true;
             self.ready.push(node);
         }
+    }
+
+    /// Moves the whole of `frame` to `node`'s pending vector, by swapping the two vectors
+    /// when nothing is pending (rte_graph's stream move), and schedules the node; the frame
+    /// is left empty and its raw count 0. What comes is not raw (a raw prefix the frame
+    /// had is lost here: the pool does not hold those buffers) unless the caller, which
+    /// knows better (`Context::enqueue_raw`), says so in the returned pending vector.
+    #[inline(always)]
+    pub fn hand_over(&mut self, node: u32, frame: &mut Frame) -> &mut Pending {
+        let p = &mut self.nodes[node as usize];
+        if p.bufs.is_empty() {
+            std::mem::swap(&mut p.bufs, &mut frame.bufs);
+        } else {
+            p.bufs.extend_from_slice(&frame.bufs);
+        }
+        frame.clear();
+        if !p.scheduled {
+            p.scheduled = true;
+            self.ready.push(node);
+        }
+        p
     }
 
     /// Appends one buffer to `node`'s pending vector and schedules it.

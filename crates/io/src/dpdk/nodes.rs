@@ -375,9 +375,11 @@ impl Node for DpdkRx {
         if want == 0 {
             return;
         }
-        if self.raw && cx.can_enqueue_raw(DpdkRxNext::Out) {
-            let n = self.poll(want);
-            let n = self.index_pass(n);
+        // Decided before receiving: lent buffers must not be adopted first.
+        let lend = self.raw && cx.can_enqueue_raw(DpdkRxNext::Out);
+        let n = self.poll(want);
+        let n = self.index_pass(n);
+        if lend {
             // `want <= frame.room()`, so all of them fit.
             frame.extend_from_slice(&self.ready[..n]);
             // SAFETY: `ready[..n]` are mbufs of the pool's mempool (`index_pass`) that
@@ -389,14 +391,17 @@ impl Node for DpdkRx {
                 self.lent += n as u64;
                 return;
             }
-            // Not reached (`can_enqueue_raw` held); adopt them instead.
+            // Not reached (`can_enqueue_raw` held): adopt them as below.
             frame.clear();
-            let k = self.adopt_pass(cx.pool_mut(), n);
-            self.enqueue_adopted(cx, frame, k);
-            return;
         }
-        let k = self.receive(cx.pool_mut(), want);
-        self.enqueue_adopted(cx, frame, k);
+        let k = self.adopt_pass(cx.pool_mut(), n);
+        // `k <= want <= frame.room()`, so all of them fit.
+        frame.extend_from_slice(&self.ready[..k]);
+        for i in 0..self.multiseg.len() {
+            let bi = self.multiseg[i];
+            cx.drop_buffer(bi, DpdkRxError::MultiSegment);
+        }
+        cx.enqueue_all(frame, DpdkRxNext::Out);
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
@@ -408,20 +413,6 @@ impl Node for DpdkRx {
             self.queue,
             pkt.data().len()
         );
-    }
-}
-
-impl DpdkRx {
-    /// Sends the adopted `ready[..k]` on, and the chained ones to the drop node.
-    #[inline]
-    fn enqueue_adopted(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame, k: usize) {
-        // `k <= want <= frame.room()`, so all of them fit.
-        frame.extend_from_slice(&self.ready[..k]);
-        for i in 0..self.multiseg.len() {
-            let bi = self.multiseg[i];
-            cx.drop_buffer(bi, DpdkRxError::MultiSegment);
-        }
-        cx.enqueue_all(frame, DpdkRxNext::Out);
     }
 }
 
