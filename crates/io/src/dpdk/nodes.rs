@@ -607,6 +607,9 @@ impl DpdkTx {
                     }
                 }
                 n = k;
+                if n == 0 {
+                    continue;
+                }
             }
             self.flush(cx, qi, n);
         }
@@ -618,38 +621,53 @@ impl DpdkTx {
         let l = self.layout;
         for chunk in bis.chunks(BURST_MAX) {
             let n = l.mbuf_burst(chunk, &mut self.queues[qi].burst);
-            let before = self.sent;
-            self.flush(cx, qi, n);
-            self.sent_raw += self.sent - before;
+            self.sent_raw += self.flush(cx, qi, n) as u64;
         }
     }
 
-    /// Transmits `burst[..n]` of queue `qi`, retrying, and drops what is left.
-    fn flush(&mut self, cx: &mut Context<'_, Self>, qi: usize, n: usize) {
+    /// Transmits `burst[..n]` (`n` > 0) of queue `qi`, retrying, and drops what is left;
+    /// returns how many the driver took. One driver call when the queue takes the whole
+    /// burst, as it nearly always does; the retries are out of line.
+    #[inline]
+    fn flush(&mut self, cx: &mut Context<'_, Self>, qi: usize, n: usize) -> usize {
         let q = &mut self.queues[qi];
-        let (port, queue) = (q.port_id, q.queue);
-        let mut sent = 0usize;
-        let mut tries = 0;
-        while sent < n {
-            // SAFETY: started port, our tx queue, `n - sent` valid mbuf pointers in
-            // `burst[sent..n]`; the driver takes ownership of the ones it accepts.
+        // SAFETY: started port, our tx queue, `n` valid mbuf pointers in `burst[..n]`
+        // (n <= BURST_MAX); the driver takes ownership of the ones it accepts.
+        let mut sent = unsafe {
+            sys::pktvec_rte_eth_tx_burst(q.port_id, q.queue, q.burst.as_mut_ptr().cast(), n as u16)
+        } as usize;
+        if sent < n {
+            sent = self.retry(cx, qi, sent, n);
+        }
+        self.sent += sent as u64;
+        sent
+    }
+
+    /// The queue took only `burst[..sent]`: offers the rest up to `retries` more times,
+    /// then drops what is still left. Returns how many were sent in all.
+    #[cold]
+    #[inline(never)]
+    fn retry(&mut self, cx: &mut Context<'_, Self>, qi: usize, mut sent: usize, n: usize) -> usize {
+        let q = &mut self.queues[qi];
+        for _ in 0..self.retries {
+            if sent == n {
+                break;
+            }
+            // SAFETY: as in `flush`: `burst[sent..n]` are the mbufs the driver refused,
+            // still ours.
             sent += unsafe {
                 sys::pktvec_rte_eth_tx_burst(
-                    port,
-                    queue,
+                    q.port_id,
+                    q.queue,
                     q.burst[sent..n].as_mut_ptr().cast(),
                     (n - sent) as u16,
                 )
             } as usize;
-            if tries >= self.retries {
-                break;
-            }
-            tries += 1;
         }
-        self.sent += sent as u64;
         if sent < n {
             self.drop_unsent(cx, qi, sent, n);
         }
+        sent
     }
 
     /// Takes `burst[from..n]` of queue `qi` back into the graph and drops them.
@@ -689,11 +707,13 @@ impl Node for DpdkTx {
             wrong_pool("DpdkTx", &self.queues[0].port);
         }
         if self.queues.len() == 1 {
-            let r = frame.raw_len();
+            let (r, bufs) = (frame.raw_len(), frame.buffers());
             if r > 0 {
-                self.send_raw(cx, 0, &frame.buffers()[..r]);
+                self.send_raw(cx, 0, &bufs[..r]);
             }
-            self.send(cx, 0, &frame.buffers()[r..]);
+            if r < bufs.len() {
+                self.send(cx, 0, &bufs[r..]);
+            }
             frame.clear();
             return;
         }
