@@ -11,10 +11,24 @@
 //! tx, the rx node lends its mbufs raw (`DpdkRx::with_raw_forwarding`): no per-packet hand-over
 //! to the buffer pool and back; `--adopt` makes it hand every packet over, the cost a
 //! graph with nodes between rx and tx pays.
+//!
+//! `--interleave K` measures the graph against testpmd's io loop in this one process: the
+//! first half of the ports forward through the graph, the second half through
+//! [`IoForward`] (testpmd's `pkt_burst_io_forward`, no graph), same mempool, same core, in
+//! K pairs of alternating slices of `--slice` packets each; it prints both cycles a packet
+//! per pair and the median of the per-pair ratios.
+//!
+//! ```sh
+//! cargo run --release --features dpdk --example dpdk_io -- --interleave 40 --vector-size 128 \
+//!     --eal "--no-huge -m 1024 --no-pci -l 1 --vdev=net_null0 --vdev=net_null1 \
+//!            --vdev=net_null2 --vdev=net_null3"
+//! ```
 
 use clap::Parser;
 use pktvec::graph::{clock, GraphBuilder, GraphConfig};
-use pktvec::io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, ObjectLayout, Port, PortConfig};
+use pktvec::io::dpdk::{
+    DpdkRx, DpdkRxNext, DpdkTx, Eal, IoForward, Mempool, ObjectLayout, Port, PortConfig,
+};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
@@ -48,6 +62,43 @@ struct Cli {
     /// Print the statistics as JSON.
     #[arg(long)]
     json: bool,
+    /// Pairs of alternating slices, graph against testpmd's io loop in this process
+    /// (needs an even number of ports, at least 4: the first half for the graph, the
+    /// second half for the io loop); `-n` is then ignored.
+    #[arg(long)]
+    interleave: Option<usize>,
+    /// Packets per slice with `--interleave`.
+    #[arg(long, default_value_t = 20_000_000)]
+    slice: u64,
+    /// With `--interleave`: run only testpmd's io loop, `-n` packets in one slice (to
+    /// count its instructions under cachegrind against testpmd's).
+    #[arg(long, requires = "interleave")]
+    io_loop_only: bool,
+}
+
+/// Cycles a packet of each side, pair by pair, of `--interleave`.
+#[derive(serde::Serialize)]
+struct Interleaved {
+    graph: Vec<f64>,
+    io_loop: Vec<f64>,
+    ratios: Vec<f64>,
+    ratio_median: f64,
+    ratio_of_medians: f64,
+    io_loop_forwarded: u64,
+    io_loop_dropped: u64,
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -64,10 +115,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("--object-layout {other}: auto, standard or packed").into()),
     };
     let mempool = Mempool::with_object_layout(&eal, cli.mbufs, 2048, layout)?;
-    let ports = ids
+    let all = ids
         .iter()
         .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
         .collect::<Result<Vec<_>, _>>()?;
+    let half = if cli.interleave.is_some() {
+        if all.len() < 4 || all.len() % 2 != 0 {
+            return Err("--interleave needs an even number of ports, at least 4".into());
+        }
+        all.len() / 2
+    } else {
+        all.len()
+    };
+    let (ports, loop_ports) = all.split_at(half);
+    // testpmd's io loop on the second half (port i -> port i+1 of that half), if asked.
+    let mut io_loop: Vec<IoForward> = (0..loop_ports.len())
+        .map(|i| {
+            IoForward::new(
+                &loop_ports[i],
+                &loop_ports[(i + 1) % loop_ports.len()],
+                cli.rx_burst,
+            )
+        })
+        .collect();
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
         ..GraphConfig::default()
@@ -76,12 +146,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, p) in ports.iter().enumerate() {
         let out = &ports[(i + 1) % ports.len()];
         let (rx, tx) = (format!("{}-rx", p.name()), format!("{}-tx", out.name()));
+        let node = DpdkRx::new(p, 0)
+            .with_burst(cli.rx_burst)
+            .with_raw_forwarding(!cli.adopt);
         b.add(
             &rx,
-            DpdkRx::new(p, 0)
-                .with_burst(cli.rx_burst)
-                .with_limit(per_port)
-                .with_raw_forwarding(!cli.adopt),
+            if cli.interleave.is_some() {
+                node
+            } else {
+                node.with_limit(per_port)
+            },
         )
         .add(&tx, DpdkTx::new(out, 0))
         .set_next(&rx, DpdkRxNext::Out, &tx);
@@ -95,7 +169,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut done = 0u64;
     let mut idle = 0u32;
     let mut turns = 0u64;
-    loop {
+    let mut interleaved = None;
+    let mut graph_cycles = 0u64;
+    if let Some(pairs) = cli.interleave {
+        let (mut graph, mut lp) = (Vec::new(), Vec::new());
+        let (pairs, slice) = if cli.io_loop_only {
+            (1, cli.packets)
+        } else {
+            (pairs, cli.slice)
+        };
+        for pair in 0..pairs {
+            // Alternate which side goes first, so that neither always follows the other.
+            for side in [pair % 2, 1 - pair % 2] {
+                if cli.io_loop_only && side == 0 {
+                    graph.push(f64::NAN);
+                    continue;
+                }
+                let t0 = clock::now();
+                let mut n = 0u64;
+                if side == 0 {
+                    while n < slice {
+                        n += g.run_once();
+                    }
+                    done += n;
+                    graph_cycles += clock::now().wrapping_sub(t0);
+                } else {
+                    while n < slice {
+                        for f in io_loop.iter_mut() {
+                            n += f.run_once() as u64;
+                        }
+                    }
+                }
+                let cpp = clock::now().wrapping_sub(t0) as f64 / n as f64;
+                if side == 0 {
+                    graph.push(cpp)
+                } else {
+                    lp.push(cpp)
+                }
+            }
+            eprintln!(
+                "dpdk_io: pair {pair:>3}: graph {:6.2}, testpmd's io loop {:6.2} cycles/packet: {:.3}",
+                graph[pair],
+                lp[pair],
+                graph[pair] / lp[pair]
+            );
+        }
+        let ratios: Vec<f64> = graph.iter().zip(&lp).map(|(a, b)| a / b).collect();
+        interleaved = Some(Interleaved {
+            ratio_median: median(&ratios),
+            ratio_of_medians: median(&graph) / median(&lp),
+            graph,
+            io_loop: lp,
+            ratios,
+            io_loop_forwarded: io_loop.iter().map(IoForward::forwarded).sum(),
+            io_loop_dropped: io_loop.iter().map(IoForward::dropped).sum(),
+        });
+    }
+    while interleaved.is_none() {
         let n = g.run_once();
         done += n;
         idle = if n == 0 { idle + 1 } else { 0 };
@@ -116,8 +246,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    g.run_until_idle();
-    let secs = start.elapsed().as_secs_f64();
+    if interleaved.is_some() {
+        // The rx nodes have no limit there: finish what is pending, poll no more.
+        g.dispatch_pending();
+    } else {
+        g.run_until_idle();
+    }
+    // With --interleave, the graph's own slices.
+    let secs = if interleaved.is_some() {
+        graph_cycles as f64 / hz as f64
+    } else {
+        start.elapsed().as_secs_f64()
+    };
     let rt = g.runtime();
     let c = g.conservation();
     let stats: Vec<_> = ports
@@ -135,6 +275,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let v = serde_json::json!({
             "packets": done, "seconds": secs, "object_stride": mempool.object_stride(), "mpps": done as f64 / secs / 1e6,
             "cycles_per_packet_rx_tx": cpp, "lent_raw": lent, "runtime": rt, "conservation": c, "ports": stats,
+            "interleave": interleaved,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -148,9 +289,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         println!("conservation: {c}");
         println!("raw hand-over (rx to tx, no pool): {lent} of {done} packets");
+        if let Some(i) = &interleaved {
+            println!(
+                "interleaved, {} pairs of {} packets: graph {:.2}, testpmd's io loop {:.2} cycles/packet \
+                 (medians); graph / io loop: median of the pairs' ratios {:.3}, ratio of the medians {:.3} \
+                 (io loop forwarded {}, dropped {})",
+                i.ratios.len(),
+                cli.slice,
+                median(&i.graph),
+                median(&i.io_loop),
+                i.ratio_median,
+                i.ratio_of_medians,
+                i.io_loop_forwarded,
+                i.io_loop_dropped
+            );
+        }
     }
     drop(g);
-    drop(ports);
+    drop(io_loop);
+    drop(all);
     if !c.is_balanced() || mempool.available() != mempool.capacity() {
         return Err(format!(
             "lost packets or mbufs: {c}; mempool {} of {} free",

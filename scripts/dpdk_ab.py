@@ -21,6 +21,10 @@ import dpdk_bench as bench  # noqa: E402  (testpmd, ours_io, run, tsc_hz)
 
 VDEVS = ['net_null0', 'net_null1']
 VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False), ('adopt256', 256, True)]
+# With --old-target: the raw hand-over of another build (the baseline), in the same reps.
+OLD_VARIANTS = [('old_raw256', 256, False), ('old_raw128', 128, False)]
+LABELS = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64', 'adopt256': 'adopted, V 256',
+          'old_raw256': 'old raw, V 256', 'old_raw128': 'old raw, V 128'}
 
 
 def l3fwd_null(target, rep, n):
@@ -34,12 +38,14 @@ def l3fwd_null(target, rep, n):
     return j['seconds'] * bench.TSC_HZ / j['packets']
 
 
-def one_rep(target, rep, secs, n, with_l3fwd):
+def one_rep(target, rep, secs, n, with_l3fwd, old_target=None):
     bench.TSC_HZ = bench.tsc_hz()
     tasks = [('testpmd_packed', lambda: bench.testpmd(VDEVS, f'abt{rep}', 32, secs, packed=True)['cycles_per_packet'])]
-    for name, v, adopt in VARIANTS:
-        tasks.append((name, lambda v=v, adopt=adopt, name=name: bench.ours_io(
-            target, VDEVS, f'ab{name}{rep}', v, 32, n, adopt=adopt)['wall_cycles_per_packet']))
+    runs = [(t, x) for t, x in [(target, VARIANTS), (old_target, OLD_VARIANTS)] if t]
+    for tgt, variants in runs:
+        for name, v, adopt in variants:
+            tasks.append((name, lambda v=v, adopt=adopt, name=name, tgt=tgt: bench.ours_io(
+                tgt, VDEVS, f'ab{name}{rep}', v, 32, n, adopt=adopt)['wall_cycles_per_packet']))
     if with_l3fwd:
         tasks.append(('l3fwd_null', lambda: l3fwd_null(target, rep, n // 2)))
     k = rep % len(tasks)
@@ -53,7 +59,7 @@ def summarise(reps):
     s = {}
     tp = [r['testpmd_packed'] for r in reps]
     s['testpmd_packed'] = {'median': statistics.median(tp), 'min': min(tp), 'reps': tp}
-    for name in [v[0] for v in VARIANTS] + ['l3fwd_null']:
+    for name in [v[0] for v in VARIANTS + OLD_VARIANTS] + ['l3fwd_null']:
         if not all(name in r for r in reps):
             continue
         xs = [r[name] for r in reps]
@@ -67,9 +73,9 @@ def summarise(reps):
 def svg(summary, path):
     """Per-rep ratios to testpmd (dots) and their median (bar) per variant, with the
     target line at 1.10."""
-    names = [n for n, _, _ in VARIANTS]
+    names = [n for n, _, _ in VARIANTS + OLD_VARIANTS if n in summary]
     ymax = max(max(summary[n]['ratios']) for n in names) * 1.1
-    W, H, L, B, T = 640, 360, 60, 50, 40
+    W, H, L, B, T = max(640, 110 * len(names) + 80), 360, 60, 50, 40
     y = lambda v: H - B - (H - B - T) * v / ymax
     bw = (W - L - 20) / len(names)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
@@ -88,12 +94,12 @@ def svg(summary, path):
     for i, n in enumerate(names):
         x0 = L + i * bw + bw * 0.2
         m = summary[n]['ratio_median']
-        col = '#9cd' if n.startswith('adopt') else '#2a6'
+        col = '#9cd' if n.startswith('adopt') else '#c96' if n.startswith('old') else '#2a6'
         out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
                    f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.2f}</text>')
         for k, r in enumerate(summary[n]['ratios']):
             out.append(f'<circle cx="{x0 + bw*0.1 + (bw*0.4)*k/max(1, len(summary[n]["ratios"])-1)}" cy="{y(r)}" r="2.5" fill="black"/>')
-        label = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64', 'adopt256': 'adopted, V 256'}[n]
+        label = LABELS[n]
         out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{label}</text>')
     with open(path, 'w') as f:
         f.write('\n'.join(out + ['</svg>']))
@@ -107,6 +113,8 @@ def main():
     ap.add_argument('-n', type=int, default=400_000_000, help='packets per dpdk_io run (~5 s)')
     ap.add_argument('--json', required=True)
     ap.add_argument('--l3fwd', action='store_true', help='also time l3fwd over the net_null pair (all dropped)')
+    ap.add_argument('--old-target', help="another build's examples directory: its raw hand-over at V 256 and 128 "
+                    'in the same reps (against our own baseline)')
     ap.add_argument('--svg', help='with --merge: the plot')
     ap.add_argument('--merge', nargs='+')
     a = ap.parse_args()
@@ -119,7 +127,7 @@ def main():
         for k, v in res['summary'].items():
             print(k, {x: (round(y, 3) if isinstance(y, float) else y) for x, y in v.items()})
         return
-    r = one_rep(a.target, a.rep, a.secs, a.n, a.l3fwd)
+    r = one_rep(a.target, a.rep, a.secs, a.n, a.l3fwd, a.old_target)
     r['uptime'] = open('/proc/loadavg').read().split()[:3]
     json.dump({'rep': r}, open(a.json, 'w'), indent=1)
     print(a.rep, {k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)

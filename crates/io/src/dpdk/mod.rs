@@ -10,6 +10,8 @@
 //! * [`DpdkRx`] and [`DpdkTx`]: the input node polling an rx queue and the sink node
 //!   transmitting to a tx queue, one burst per vector (tx retries, then drops with a
 //!   counted reason).
+//! * [`IoForward`]: testpmd's io forwarding loop, no graph, the baseline to measure the
+//!   nodes against in the same process.
 //!
 //! Every received mbuf is handed to the buffer pool (its metadata line written from the
 //! mbuf) and back on tx (the place written into the mbuf): about 15 instructions a packet
@@ -38,11 +40,13 @@
 //! ```
 
 mod eal;
+mod io_forward;
 mod mempool;
 mod nodes;
 mod port;
 
 pub use eal::Eal;
+pub use io_forward::IoForward;
 pub use mempool::{Mempool, ObjectLayout};
 pub use nodes::{
     DpdkRx, DpdkRxError, DpdkRxNext, DpdkTx, DpdkTxError, DEFAULT_RX_BURST, DEFAULT_TX_RETRIES,
