@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The graph's rx and tx nodes against testpmd's io loop, in one process: `dpdk_io
+--interleave` forwards through the graph on net_null0 <-> net_null1 and through
+`IoForward` (testpmd's `pkt_burst_io_forward`: rx burst, tx burst, free the refused) on
+net_null2 <-> net_null3, same mempool, same core, in pairs of alternating slices a fraction
+of a second apart. Each variant is one process; the ratio per pair cancels the machine's
+slow drift, which separate processes seconds apart do not (±20% per rep here).
+
+    cargo build --release --features dpdk --example dpdk_io
+    flock /tmp/pktvec-bench.lock python3 scripts/dpdk_interleave.py \\
+        --target target/release/examples --sets 3 \\
+        --json docs/results/dpdk-s13-interleave.json --svg docs/results/dpdk-s13-interleave.svg
+
+Variants: raw hand-over at vectors of 256, 128, 64 and 32; every packet through the buffer
+pool (`--adopt`) at 256. Bursts of 32 on both sides.
+"""
+import argparse, json, statistics, subprocess, sys
+
+VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False),
+            ('raw32', 32, False), ('adopt256', 256, True)]
+LABELS = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64',
+          'raw32': 'raw, V 32', 'adopt256': 'adopted, V 256'}
+
+
+def one(target, name, v, adopt, pairs, slice_, tag):
+    eal = (f'--no-huge -m 1024 --no-pci -l 1 --file-prefix=il{tag}{name} --log-level=error '
+           '--vdev=net_null0 --vdev=net_null1 --vdev=net_null2 --vdev=net_null3')
+    cmd = [f'{target}/dpdk_io', '--interleave', str(pairs), '--slice', str(slice_),
+           '--vector-size', str(v), '--rx-burst', '32', '--json', '--eal', eal] + (['--adopt'] if adopt else [])
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    # dpdk_io fails if conservation does not balance or an mbuf is missing from the mempool.
+    if p.returncode != 0 or '{' not in p.stdout:
+        sys.exit(f'dpdk_io failed: {" ".join(cmd)}\n{p.stdout[-2000:]}{p.stderr[-2000:]}')
+    return json.loads(p.stdout[p.stdout.index('{'):])['interleave']
+
+
+def svg(summary, names, path):
+    """Per-pair ratios (dots) and their median (bar) per variant, target line at 1.10."""
+    ymax = max(1.3, max(max(summary[n]['ratios']) for n in names) * 1.05)
+    W, H, L, B, T = max(640, 110 * len(names) + 80), 360, 60, 50, 40
+    y = lambda v: H - B - (H - B - T) * v / ymax
+    bw = (W - L - 20) / len(names)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">graph / testpmd\'s io loop, same process, net_null, burst 32</text>',
+           f'<text x="{W/2}" y="32" text-anchor="middle" font-size="11">cycles a packet, per pair of alternating slices (dots), median (bar)</text>',
+           f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>']
+    t = 0.0
+    while t <= ymax:
+        out.append(f'<text x="{L-6}" y="{y(t)+4}" text-anchor="end">{t:.1f}</text>'
+                   f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
+        t += 0.2
+    for v, col, lab in ((1.0, '#888', '1.00 (io loop)'), (1.1, '#c33', '1.10 (target)')):
+        out.append(f'<line x1="{L}" y1="{y(v)}" x2="{W-10}" y2="{y(v)}" stroke="{col}" stroke-dasharray="4,3"/>'
+                   f'<text x="{W-12}" y="{y(v)-3}" text-anchor="end" fill="{col}" font-size="10">{lab}</text>')
+    for i, n in enumerate(names):
+        x0 = L + i * bw + bw * 0.2
+        m = summary[n]['ratio_median']
+        col = '#9cd' if n.startswith('adopt') else '#2a6'
+        out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
+                   f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.3f}</text>')
+        rs = summary[n]['ratios']
+        for k, r in enumerate(rs):
+            out.append(f'<circle cx="{x0 + bw*0.05 + (bw*0.5)*k/max(1, len(rs)-1)}" cy="{y(r)}" r="1.6" fill="black" opacity="0.6"/>')
+        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{LABELS[n]}</text>')
+    with open(path, 'w') as f:
+        f.write('\n'.join(out + ['</svg>']))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--target', default='target/release/examples')
+    ap.add_argument('--pairs', type=int, default=40)
+    ap.add_argument('--slice', type=int, default=10_000_000)
+    ap.add_argument('--sets', type=int, default=1, help='runs of every variant, one after the other')
+    ap.add_argument('--json', required=True)
+    ap.add_argument('--svg')
+    a = ap.parse_args()
+    runs = {n: [] for n, _, _ in VARIANTS}
+    for s in range(a.sets):
+        for name, v, adopt in VARIANTS:
+            r = one(a.target, name, v, adopt, a.pairs, a.slice, s)
+            runs[name].append(r)
+            print(f'set {s} {name}: median ratio {r["ratio_median"]:.3f}, ratio of medians '
+                  f'{r["ratio_of_medians"]:.3f} (graph {statistics.median(r["graph"]):.2f}, '
+                  f'io loop {statistics.median(r["io_loop"]):.2f} cycles/packet)', flush=True)
+    summary = {}
+    for name, _, _ in VARIANTS:
+        rs = [x for r in runs[name] for x in r['ratios']]
+        g = [x for r in runs[name] for x in r['graph']]
+        lp = [x for r in runs[name] for x in r['io_loop']]
+        q = statistics.quantiles(rs, n=4)
+        summary[name] = {'ratio_median': statistics.median(rs), 'ratio_quartiles': [q[0], q[2]],
+                         'ratio_of_medians': statistics.median(g) / statistics.median(lp),
+                         'per_set_ratio_median': [r['ratio_median'] for r in runs[name]],
+                         'graph_median': statistics.median(g), 'io_loop_median': statistics.median(lp),
+                         'ratios': [round(x, 4) for x in rs]}
+        s = summary[name]
+        print(f'{name}: median of {len(rs)} pair ratios {s["ratio_median"]:.3f} (quartiles '
+              f'{q[0]:.3f}-{q[2]:.3f}), per set {[round(x, 3) for x in s["per_set_ratio_median"]]}, '
+              f'ratio of medians {s["ratio_of_medians"]:.3f}')
+    json.dump({'pairs': a.pairs, 'slice': a.slice, 'sets': a.sets, 'summary': summary, 'runs': runs},
+              open(a.json, 'w'), indent=1)
+    if a.svg:
+        svg(summary, [n for n, _, _ in VARIANTS], a.svg)
+
+
+main()
