@@ -29,6 +29,7 @@ use pktvec::graph::{clock, GraphBuilder, GraphConfig};
 use pktvec::io::dpdk::{
     DpdkRx, DpdkRxNext, DpdkTx, Eal, IoForward, Mempool, ObjectLayout, Port, PortConfig,
 };
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
@@ -74,6 +75,10 @@ struct Cli {
     /// count its instructions under cachegrind against testpmd's).
     #[arg(long, requires = "interleave")]
     io_loop_only: bool,
+    /// With `--interleave`: the control experiment, testpmd's io loop on both halves
+    /// (the graph stays idle); the ratios should then be 1.
+    #[arg(long, requires = "interleave")]
+    control: bool,
 }
 
 /// Cycles a packet of each side, pair by pair, of `--interleave`.
@@ -129,15 +134,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (ports, loop_ports) = all.split_at(half);
     // testpmd's io loop on the second half (port i -> port i+1 of that half), if asked.
-    let mut io_loop: Vec<IoForward> = (0..loop_ports.len())
-        .map(|i| {
-            IoForward::new(
-                &loop_ports[i],
-                &loop_ports[(i + 1) % loop_ports.len()],
-                cli.rx_burst,
-            )
-        })
-        .collect();
+    let loops_over = |ps: &[Arc<Port>]| -> Vec<IoForward> {
+        (0..ps.len())
+            .map(|i| IoForward::new(&ps[i], &ps[(i + 1) % ps.len()], cli.rx_burst))
+            .collect()
+    };
+    let mut control: Vec<IoForward> = if cli.control {
+        loops_over(ports)
+    } else {
+        Vec::new()
+    };
+    let mut io_loop = loops_over(loop_ports);
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
         ..GraphConfig::default()
@@ -187,7 +194,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 let t0 = clock::now();
                 let mut n = 0u64;
-                if side == 0 {
+                if side == 0 && cli.control {
+                    while n < slice {
+                        for f in control.iter_mut() {
+                            n += f.run_once() as u64;
+                        }
+                    }
+                } else if side == 0 {
                     while n < slice {
                         n += g.run_once();
                     }
