@@ -60,11 +60,6 @@ struct Cli {
     /// mbufs raw from rx to tx.
     #[arg(long)]
     adopt: bool,
-    /// Run the tx node after each rx node instead of polling every port first
-    /// (`GraphConfig::drain_per_input`): one port's vector of mbufs in flight, not all
-    /// ports'.
-    #[arg(long)]
-    drain_per_input: bool,
     /// Print the statistics as JSON.
     #[arg(long)]
     json: bool,
@@ -152,7 +147,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut io_loop = loops_over(loop_ports);
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
-        drain_per_input: cli.drain_per_input,
         ..GraphConfig::default()
     });
     let per_port = cli.packets.div_ceil(ports.len() as u64);

@@ -12,27 +12,21 @@ slow drift, which separate processes seconds apart do not (±20% per rep here).
         --json docs/results/dpdk-s13-interleave.json --svg docs/results/dpdk-s13-interleave.svg
 
 Variants: raw hand-over at vectors of 256, 128, 64 and 32; every packet through the buffer
-pool (`--adopt`) at 256; and with `--drain-per-input` ("d": each port's tx runs right after
-its rx, so one port's vector is in flight) raw at 128 and 64, adopted at 128. Bursts of 32
-on both sides.
+pool (`--adopt`) at 256. Bursts of 32 on both sides.
 """
 import argparse, json, statistics, subprocess, sys
 
-# (name, vector size, --adopt, --drain-per-input)
-VARIANTS = [('raw256', 256, False, False), ('raw128', 128, False, False), ('raw64', 64, False, False),
-            ('raw32', 32, False, False), ('adopt256', 256, True, False),
-            ('raw128d', 128, False, True), ('raw64d', 64, False, True), ('adopt128d', 128, True, True)]
+VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False),
+            ('raw32', 32, False), ('adopt256', 256, True)]
 LABELS = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64',
-          'raw32': 'raw, V 32', 'adopt256': 'adopted, V 256', 'raw128d': 'raw, V 128, d',
-          'raw64d': 'raw, V 64, d', 'adopt128d': 'adopted, V 128, d'}
+          'raw32': 'raw, V 32', 'adopt256': 'adopted, V 256'}
 
 
-def one(target, name, v, adopt, per_input, pairs, slice_, tag):
+def one(target, name, v, adopt, pairs, slice_, tag):
     eal = (f'--no-huge -m 1024 --no-pci -l 1 --file-prefix=il{tag}{name} --log-level=error '
            '--vdev=net_null0 --vdev=net_null1 --vdev=net_null2 --vdev=net_null3')
     cmd = [f'{target}/dpdk_io', '--interleave', str(pairs), '--slice', str(slice_),
-           '--vector-size', str(v), '--rx-burst', '32', '--json', '--eal', eal] + (['--adopt'] if adopt else []) \
-        + (['--drain-per-input'] if per_input else [])
+           '--vector-size', str(v), '--rx-burst', '32', '--json', '--eal', eal] + (['--adopt'] if adopt else [])
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     # dpdk_io fails if conservation does not balance or an mbuf is missing from the mempool.
@@ -83,16 +77,16 @@ def main():
     ap.add_argument('--json', required=True)
     ap.add_argument('--svg')
     a = ap.parse_args()
-    runs = {n: [] for n, *_ in VARIANTS}
+    runs = {n: [] for n, _, _ in VARIANTS}
     for s in range(a.sets):
-        for name, v, adopt, per_input in VARIANTS:
-            r = one(a.target, name, v, adopt, per_input, a.pairs, a.slice, s)
+        for name, v, adopt in VARIANTS:
+            r = one(a.target, name, v, adopt, a.pairs, a.slice, s)
             runs[name].append(r)
             print(f'set {s} {name}: median ratio {r["ratio_median"]:.3f}, ratio of medians '
                   f'{r["ratio_of_medians"]:.3f} (graph {statistics.median(r["graph"]):.2f}, '
                   f'io loop {statistics.median(r["io_loop"]):.2f} cycles/packet)', flush=True)
     summary = {}
-    for name, *_ in VARIANTS:
+    for name, _, _ in VARIANTS:
         rs = [x for r in runs[name] for x in r['ratios']]
         g = [x for r in runs[name] for x in r['graph']]
         lp = [x for r in runs[name] for x in r['io_loop']]
@@ -109,7 +103,7 @@ def main():
     json.dump({'pairs': a.pairs, 'slice': a.slice, 'sets': a.sets, 'summary': summary, 'runs': runs},
               open(a.json, 'w'), indent=1)
     if a.svg:
-        svg(summary, [n for n, *_ in VARIANTS], a.svg)
+        svg(summary, [n for n, _, _ in VARIANTS], a.svg)
 
 
 main()

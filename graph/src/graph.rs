@@ -266,13 +266,10 @@ impl Graph {
 
     /// One turn of the main loop: polls every input node once, then runs pending nodes
     /// until none has packets (or [`GraphConfig::max_calls_per_run`] calls were made; the
-    /// rest then waits for the next turn). With [`GraphConfig::drain_per_input`] the
-    /// pending nodes run after each input node instead (the budget is the turn's).
-    /// Returns the packets the input nodes produced.
+    /// rest then waits for the next turn). Returns the packets the input nodes produced.
     pub fn run_once(&mut self) -> u64 {
         let mut t = clock::now();
         let mut produced = 0;
-        let mut budget = self.rt.cfg.max_calls_per_run;
         for k in 0..self.inputs.len() {
             let id = self.inputs[k];
             let n = self.call_input(id);
@@ -284,18 +281,14 @@ impl Graph {
             s.cycles += now - t;
             t = now;
             produced += n;
-            if n > 0 && self.rt.cfg.drain_per_input {
-                t = self.drain(t, &mut budget);
-            }
         }
-        self.drain(t, &mut budget);
+        self.drain(t);
         produced
     }
 
     /// Runs pending nodes without polling the input nodes (after [`inject`](Self::inject)).
     pub fn dispatch_pending(&mut self) {
-        let mut budget = self.rt.cfg.max_calls_per_run;
-        self.drain(clock::now(), &mut budget);
+        self.drain(clock::now());
     }
 
     /// Calls [`run_once`](Self::run_once) until the input nodes produce nothing and nothing
@@ -311,18 +304,14 @@ impl Graph {
         }
     }
 
-    /// Runs pending nodes until none is left or `budget` calls were made (counted down);
-    /// `t` is the clock at the start. Returns the clock at the end.
-    fn drain(&mut self, mut t: u64, budget: &mut usize) -> u64 {
+    fn drain(&mut self, mut t: u64) {
         // Split borrows: the node table, the arcs, the counters, the working frame and the
         // runtime are distinct fields, so nothing is moved per call.
         let Graph {
             slots, spare, rt, ..
         } = self;
         let v = rt.cfg.vector_size;
-        if *budget == 0 {
-            return t;
-        }
+        let mut budget = rt.cfg.max_calls_per_run;
         while let Some(id) = rt.ready.pop() {
             let idu = id as usize;
             let pending = &mut rt.nodes[idu];
@@ -355,12 +344,11 @@ impl Graph {
             s.packets += n;
             s.cycles += now.wrapping_sub(t);
             t = now;
-            *budget -= 1;
-            if *budget == 0 {
+            budget -= 1;
+            if budget == 0 {
                 break;
             }
         }
-        t
     }
 
     #[inline]

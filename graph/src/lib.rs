@@ -114,14 +114,6 @@ pub struct GraphConfig {
     /// Node calls after which one [`Graph::run_once`] returns even if packets are still
     /// pending (they stay pending; this bounds a turn when packets loop).
     pub max_calls_per_run: usize,
-    /// Runs what each input node produced before polling the next input node, instead of
-    /// polling every input node first and then running the pending nodes (VPP's and
-    /// rte_graph's order, the default `false`). One input's vector is in flight instead of
-    /// all inputs': with two DPDK ports at vectors of 128 that is 128 mbufs instead of
-    /// 256, whose headers stay in the L1 (≈ 5% fewer cycles a packet for io forwarding,
-    /// `docs/results/dpdk.md`). The cost: vectors that several inputs send to one node are
-    /// no longer merged into one call when they would fit.
-    pub drain_per_input: bool,
 }
 
 impl Default for GraphConfig {
@@ -131,7 +123,6 @@ impl Default for GraphConfig {
             prefetch_distance: 4,
             sub_batch: 16,
             max_calls_per_run: 1 << 20,
-            drain_per_input: false,
         }
     }
 }

@@ -224,66 +224,6 @@ fn max_calls_per_run_bounds_a_turn_and_keeps_packets() {
     assert_balanced(&g);
 }
 
-/// Two sources of 5 packets each into one sink ("out"), vectors of 16.
-fn two_inputs(drain_per_input: bool) -> Graph {
-    let mut b = GraphBuilder::new(GraphConfig {
-        vector_size: 16,
-        drain_per_input,
-        ..GraphConfig::default()
-    });
-    b.add("src1", source(&[1], 5))
-        .add("src2", source(&[2], 5))
-        .add("out", NullSink)
-        .set_next("src1", SourceNext::Out, "out")
-        .set_next("src2", SourceNext::Out, "out");
-    b.build(pool(64)).unwrap()
-}
-
-#[test]
-fn drain_per_input_runs_one_inputs_packets_before_polling_the_next() {
-    // Default (VPP's order): both inputs first, then one call of `out` with both vectors.
-    let mut g = two_inputs(false);
-    assert_eq!(g.run_once(), 10);
-    let out = g.runtime().row("out").unwrap().clone();
-    assert_eq!((out.calls, out.packets), (1, 10));
-    assert_balanced(&g);
-    // Per input: `out` runs after each input, one call per input's vector.
-    let mut g = two_inputs(true);
-    assert_eq!(g.run_once(), 10);
-    let out = g.runtime().row("out").unwrap().clone();
-    assert_eq!((out.calls, out.packets), (2, 10));
-    assert_balanced(&g);
-}
-
-#[test]
-fn drain_per_input_keeps_one_call_budget_per_turn() {
-    let mut b = GraphBuilder::new(GraphConfig {
-        vector_size: 4,
-        max_calls_per_run: 3,
-        drain_per_input: true,
-        ..GraphConfig::default()
-    });
-    b.add("src1", source(&[9], 64))
-        .add("src2", source(&[9], 64))
-        .add("loop", Looper)
-        .add("out", NullSink)
-        .set_next("src1", SourceNext::Out, "loop")
-        .set_next("src2", SourceNext::Out, "loop");
-    let mut g = b.build(pool(1024)).unwrap();
-    g.run_once();
-    let rt = g.runtime();
-    let calls = |n: &str| rt.row(n).map_or(0, |r| r.calls);
-    assert_eq!(
-        calls("loop") + calls("out"),
-        3,
-        "the budget is the turn's, not each drain's"
-    );
-    assert!(g.conservation().in_flight > 0);
-    g.run_until_idle();
-    assert_eq!(g.runtime().row("out").unwrap().packets, 128);
-    assert_balanced(&g);
-}
-
 #[test]
 fn builder_errors_name_the_culprit() {
     let build = |f: &dyn Fn(&mut GraphBuilder)| {
