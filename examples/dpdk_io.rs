@@ -60,6 +60,14 @@ struct Cli {
     /// mbufs raw from rx to tx.
     #[arg(long)]
     adopt: bool,
+    /// No cycle counter reads around node calls (`GraphConfig::node_cycles` false: the
+    /// runtime table's clocks stay 0).
+    #[arg(long)]
+    no_node_cycles: bool,
+    /// With `--interleave`: the io loop reads the cycle counter twice a burst, as testpmd
+    /// with `--record-core-cycles` (how testpmd's cycles a packet are measured).
+    #[arg(long, requires = "interleave")]
+    record_core_cycles: bool,
     /// Print the statistics as JSON.
     #[arg(long)]
     json: bool,
@@ -136,7 +144,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // testpmd's io loop on the second half (port i -> port i+1 of that half), if asked.
     let loops_over = |ps: &[Arc<Port>]| -> Vec<IoForward> {
         (0..ps.len())
-            .map(|i| IoForward::new(&ps[i], &ps[(i + 1) % ps.len()], cli.rx_burst))
+            .map(|i| {
+                IoForward::new(&ps[i], &ps[(i + 1) % ps.len()], cli.rx_burst)
+                    .with_cycle_recording(cli.record_core_cycles)
+            })
             .collect()
     };
     let mut control: Vec<IoForward> = if cli.control {
@@ -147,6 +158,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut io_loop = loops_over(loop_ports);
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
+        node_cycles: !cli.no_node_cycles,
         ..GraphConfig::default()
     });
     let per_port = cli.packets.div_ceil(ports.len() as u64);

@@ -16,17 +16,30 @@ pool (`--adopt`) at 256. Bursts of 32 on both sides.
 """
 import argparse, json, statistics, subprocess, sys
 
-VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False),
-            ('raw32', 32, False), ('adopt256', 256, True)]
-LABELS = {'raw256': 'raw, V 256', 'raw128': 'raw, V 128', 'raw64': 'raw, V 64',
-          'raw32': 'raw, V 32', 'adopt256': 'adopted, V 256'}
+# name: (vector size, dpdk_io flags, plot label)
+VARIANTS = {
+    'raw256': (256, [], 'raw, V 256'),
+    'raw128': (128, [], 'raw, V 128'),
+    'raw64': (64, [], 'raw, V 64'),
+    'raw32': (32, [], 'raw, V 32'),
+    'adopt256': (256, ['--adopt'], 'adopted, V 256'),
+    # Instrumentation alike on both sides: neither reads the clock (graph without
+    # GraphConfig::node_cycles, the io loop as testpmd without --record-core-cycles), or
+    # both do (the io loop with testpmd's --record-core-cycles).
+    'raw128_noclk': (128, ['--no-node-cycles'], 'raw, V 128, no clocks'),
+    'raw256_noclk': (256, ['--no-node-cycles'], 'raw, V 256, no clocks'),
+    'raw128_rec': (128, ['--record-core-cycles'], 'raw, V 128, both clocks'),
+    'raw256_rec': (256, ['--record-core-cycles'], 'raw, V 256, both clocks'),
+    'adopt256_rec': (256, ['--adopt', '--record-core-cycles'], 'adopted, V 256, both clocks'),
+}
+DEFAULT = ['raw256', 'raw128', 'raw64', 'raw32', 'adopt256']
 
 
-def one(target, name, v, adopt, pairs, slice_, tag):
+def one(target, name, v, flags, pairs, slice_, tag):
     eal = (f'--no-huge -m 1024 --no-pci -l 1 --file-prefix=il{tag}{name} --log-level=error '
            '--vdev=net_null0 --vdev=net_null1 --vdev=net_null2 --vdev=net_null3')
     cmd = [f'{target}/dpdk_io', '--interleave', str(pairs), '--slice', str(slice_),
-           '--vector-size', str(v), '--rx-burst', '32', '--json', '--eal', eal] + (['--adopt'] if adopt else [])
+           '--vector-size', str(v), '--rx-burst', '32', '--json', '--eal', eal] + flags
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     # dpdk_io fails if conservation does not balance or an mbuf is missing from the mempool.
@@ -38,7 +51,7 @@ def one(target, name, v, adopt, pairs, slice_, tag):
 def svg(summary, names, path):
     """Per-pair ratios (dots) and their median (bar) per variant, target line at 1.10."""
     ymax = max(1.3, max(max(summary[n]['ratios']) for n in names) * 1.05)
-    W, H, L, B, T = max(640, 110 * len(names) + 80), 360, 60, 50, 40
+    W, H, L, B, T = max(640, 120 * len(names) + 80), 360, 60, 50, 40
     y = lambda v: H - B - (H - B - T) * v / ymax
     bw = (W - L - 20) / len(names)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
@@ -58,12 +71,14 @@ def svg(summary, names, path):
         x0 = L + i * bw + bw * 0.2
         m = summary[n]['ratio_median']
         col = '#9cd' if n.startswith('adopt') else '#2a6'
+        if n.endswith('_rec') or n.endswith('_noclk'):
+            col = '#7b9' if n.startswith('raw') else '#acd'
         out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
                    f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.3f}</text>')
         rs = summary[n]['ratios']
         for k, r in enumerate(rs):
             out.append(f'<circle cx="{x0 + bw*0.05 + (bw*0.5)*k/max(1, len(rs)-1)}" cy="{y(r)}" r="1.6" fill="black" opacity="0.6"/>')
-        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{LABELS[n]}</text>')
+        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle" font-size="10">{VARIANTS[n][2]}</text>')
     with open(path, 'w') as f:
         f.write('\n'.join(out + ['</svg>']))
 
@@ -74,19 +89,22 @@ def main():
     ap.add_argument('--pairs', type=int, default=40)
     ap.add_argument('--slice', type=int, default=10_000_000)
     ap.add_argument('--sets', type=int, default=1, help='runs of every variant, one after the other')
+    ap.add_argument('--variants', default=','.join(DEFAULT), help=f'comma-separated, of {", ".join(VARIANTS)}')
     ap.add_argument('--json', required=True)
     ap.add_argument('--svg')
     a = ap.parse_args()
-    runs = {n: [] for n, _, _ in VARIANTS}
+    names = a.variants.split(',')
+    runs = {n: [] for n in names}
     for s in range(a.sets):
-        for name, v, adopt in VARIANTS:
-            r = one(a.target, name, v, adopt, a.pairs, a.slice, s)
+        for name in names:
+            v, flags, _ = VARIANTS[name]
+            r = one(a.target, name, v, flags, a.pairs, a.slice, s)
             runs[name].append(r)
             print(f'set {s} {name}: median ratio {r["ratio_median"]:.3f}, ratio of medians '
                   f'{r["ratio_of_medians"]:.3f} (graph {statistics.median(r["graph"]):.2f}, '
                   f'io loop {statistics.median(r["io_loop"]):.2f} cycles/packet)', flush=True)
     summary = {}
-    for name, _, _ in VARIANTS:
+    for name in names:
         rs = [x for r in runs[name] for x in r['ratios']]
         g = [x for r in runs[name] for x in r['graph']]
         lp = [x for r in runs[name] for x in r['io_loop']]
@@ -103,7 +121,7 @@ def main():
     json.dump({'pairs': a.pairs, 'slice': a.slice, 'sets': a.sets, 'summary': summary, 'runs': runs},
               open(a.json, 'w'), indent=1)
     if a.svg:
-        svg(summary, [n for n, _, _ in VARIANTS], a.svg)
+        svg(summary, names, a.svg)
 
 
 main()

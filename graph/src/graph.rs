@@ -268,12 +268,12 @@ impl Graph {
     /// until none has packets (or [`GraphConfig::max_calls_per_run`] calls were made; the
     /// rest then waits for the next turn). Returns the packets the input nodes produced.
     pub fn run_once(&mut self) -> u64 {
-        let mut t = clock::now();
+        let mut t = self.now();
         let mut produced = 0;
         for k in 0..self.inputs.len() {
             let id = self.inputs[k];
             let n = self.call_input(id);
-            let now = clock::now();
+            let now = self.now();
             let s = &mut self.slots[id as usize].stats;
             s.calls += 1;
             s.vectors += (n > 0) as u64;
@@ -288,7 +288,17 @@ impl Graph {
 
     /// Runs pending nodes without polling the input nodes (after [`inject`](Self::inject)).
     pub fn dispatch_pending(&mut self) {
-        self.drain(clock::now());
+        self.drain(self.now());
+    }
+
+    /// The cycle counter, or 0 without [`GraphConfig::node_cycles`].
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        if self.rt.cfg.node_cycles {
+            clock::now()
+        } else {
+            0
+        }
     }
 
     /// Calls [`run_once`](Self::run_once) until the input nodes produce nothing and nothing
@@ -337,7 +347,7 @@ impl Graph {
             slot.node
                 .process_dyn(rt, &slot.arcs, id, slot.error_base, false, spare);
             spare.clear();
-            let now = clock::now();
+            let now = if rt.cfg.node_cycles { clock::now() } else { 0 };
             let s = &mut slot.stats;
             s.calls += 1;
             s.vectors += 1;

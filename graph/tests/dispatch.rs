@@ -225,6 +225,37 @@ fn max_calls_per_run_bounds_a_turn_and_keeps_packets() {
 }
 
 #[test]
+fn node_cycles_off_leaves_the_clocks_at_zero_and_counts_everything_else() {
+    let run = |node_cycles: bool| {
+        let mut b = GraphBuilder::new(GraphConfig {
+            vector_size: 16,
+            node_cycles,
+            ..GraphConfig::default()
+        });
+        b.add("src", source(&[0, 1, 2], 300))
+            .add("split", Split)
+            .add("a", NullSink)
+            .add("b", NullSink)
+            .add("c", NullSink)
+            .set_next("src", SourceNext::Out, "split");
+        let mut g = b.build(pool(256)).unwrap();
+        assert_eq!(g.run_until_idle(), 300);
+        assert_balanced(&g);
+        g.runtime()
+    };
+    let (on, off) = (run(true), run(false));
+    for name in ["src", "split", "a", "b", "c"] {
+        let (r1, r0) = (on.row(name).unwrap(), off.row(name).unwrap());
+        assert_eq!(
+            (r0.calls, r0.vectors, r0.packets),
+            (r1.calls, r1.vectors, r1.packets)
+        );
+        assert_eq!(r0.cycles, 0, "{name}");
+        assert!(r1.cycles > 0, "{name}");
+    }
+}
+
+#[test]
 fn builder_errors_name_the_culprit() {
     let build = |f: &dyn Fn(&mut GraphBuilder)| {
         let mut b = GraphBuilder::new(GraphConfig::default());

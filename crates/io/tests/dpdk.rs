@@ -369,7 +369,7 @@ fn testpmd_io_loop_forwards_and_frees_what_tx_refuses() {
         // loop frees the refused mbufs (testpmd's drop), counted.
         let from = start(eal, mempool, "net_null47");
         let to = start(eal, mempool, "net_ring14");
-        let mut fwd = IoForward::new(&from, &to, 32);
+        let mut fwd = IoForward::new(&from, &to, 32).with_cycle_recording(true);
         let mut received = 0u64;
         while received < 3000 {
             received += fwd.run_once() as u64;
@@ -379,6 +379,7 @@ fn testpmd_io_loop_forwards_and_frees_what_tx_refuses() {
         assert_eq!(sent + dropped, received);
         assert_eq!(from.stats().ipackets, received);
         assert_eq!(to.stats().opackets, sent);
+        assert!(fwd.cycles() > 0);
         drop(fwd);
         // The ring holds exactly the forwarded mbufs; the dropped ones are back in the
         // mempool already (checked by `with_mempool` once the ring is drained).

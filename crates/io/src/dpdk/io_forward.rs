@@ -12,6 +12,7 @@
 
 use super::port::Port;
 use pktvec_dpdk_sys as sys;
+use pktvec_graph::clock;
 use std::sync::Arc;
 
 /// testpmd's io forwarding from one port's rx queue to another port's tx queue.
@@ -39,6 +40,8 @@ pub struct IoForward {
     burst: Box<[*mut sys::rte_mbuf]>,
     forwarded: u64,
     dropped: u64,
+    record_cycles: bool,
+    cycles: u64,
 }
 
 // SAFETY: the burst array holds mbuf pointers only during `run_once` (they are sent or
@@ -55,7 +58,17 @@ impl IoForward {
             burst: vec![std::ptr::null_mut(); burst.clamp(1, 1024)].into_boxed_slice(),
             forwarded: 0,
             dropped: 0,
+            record_cycles: false,
+            cycles: 0,
         }
+    }
+
+    /// Reads the cycle counter before the rx burst and after the tx burst of every burst
+    /// that received packets, as testpmd's `--record-core-cycles` does (two `rdtsc` a
+    /// burst); [`cycles`](Self::cycles) sums them.
+    pub fn with_cycle_recording(mut self, on: bool) -> Self {
+        self.record_cycles = on;
+        self
     }
 
     /// One burst: receives up to `burst` mbufs, transmits them, frees what the tx queue
@@ -64,6 +77,7 @@ impl IoForward {
     pub fn run_once(&mut self) -> usize {
         let n = self.burst.len() as u16;
         let b = self.burst.as_mut_ptr();
+        let t0 = if self.record_cycles { clock::now() } else { 0 };
         // SAFETY: both ports are started (a `Port` is) and queue 0 exists on each; `b` has
         // room for `n` pointers; the mbufs received are ours until the driver takes them.
         let got = unsafe { sys::pktvec_rte_eth_rx_burst(self.from.id(), 0, b, n) };
@@ -79,7 +93,15 @@ impl IoForward {
             self.dropped += (got - sent) as u64;
         }
         self.forwarded += sent as u64;
+        if self.record_cycles {
+            self.cycles += clock::now().wrapping_sub(t0);
+        }
         got as usize
+    }
+
+    /// Cycles recorded (see [`with_cycle_recording`](Self::with_cycle_recording)).
+    pub fn cycles(&self) -> u64 {
+        self.cycles
     }
 
     /// Packets transmitted.
