@@ -110,9 +110,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 fn human(n: usize) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
         format!("{}M", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
         format!("{}K", n >> 10)
     } else {
         n.to_string()

@@ -414,13 +414,13 @@ fn plot(
 }
 
 fn size_label(n: usize) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
         format!("{}Mi", n >> 20)
-    } else if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
+    } else if n >= 1_000_000 && n % 1_000_000 == 0 {
         format!("{}M", n / 1_000_000)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
         format!("{}Ki", n >> 10)
-    } else if n >= 1000 && n.is_multiple_of(1000) {
+    } else if n >= 1000 && n % 1000 == 0 {
         format!("{}k", n / 1000)
     } else {
         n.to_string()

@@ -639,7 +639,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|r| r.0 == set)
             .map(|r| {
                 r.1.iter()
-                    .filter(|(n, _)| node.is_none_or(|m| m == n))
+                    .filter(|(n, _)| node.map_or(true, |m| m == n))
                     .map(|(_, c)| c)
                     .sum::<f64>()
             })

@@ -575,7 +575,7 @@ fn replay_i1(
             let integral = (l.per_call - l.per_call.round()).abs() < 0.05;
             let demote = match rule {
                 LineRule::Wide => false,
-                LineRule::Absent => in_narrow.is_none_or(|n| n.per_call < EVERY_CALL),
+                LineRule::Absent => in_narrow.map_or(true, |n| n.per_call < EVERY_CALL),
                 LineRule::Present => in_narrow.is_some_and(|n| n.per_call < EVERY_CALL),
                 LineRule::Integral => match in_narrow {
                     Some(n) => n.per_call < EVERY_CALL,
@@ -844,7 +844,7 @@ fn replay_i1(
                     .filter(|l| {
                         chunk
                             .get(&(l.line, l.node))
-                            .is_none_or(|&min| n as f64 >= min)
+                            .map_or(true, |&min| n as f64 >= min)
                     })
                     .cloned()
                     .collect();

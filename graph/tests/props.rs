@@ -65,7 +65,7 @@ fn decide(cfg: &RouterCfg, data: &[u8], hops: u8) -> Result<usize, RouterError> 
     for &b in data.iter().take(24) {
         h = (h ^ b as u32).wrapping_mul(0x0100_0193);
     }
-    if h.is_multiple_of(17) {
+    if h % 17 == 0 {
         return Err(RouterError::Unlucky);
     }
     Ok(h as usize % cfg.arcs)

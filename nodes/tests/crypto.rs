@@ -36,7 +36,7 @@ impl Node for Tamper {
         let n = &mut self.0;
         cx.process_packets(frame, |p| {
             *n += 1;
-            if (*n).is_multiple_of(3) {
+            if *n % 3 == 0 {
                 p.data_mut()[20] ^= 1;
             }
             Verdict::Next(TamperNext::Out)

@@ -504,7 +504,7 @@ impl Generator {
     /// Chooses the next packet: returns its flow id and its frame.
     pub fn next_packet(&mut self) -> (usize, &[u8]) {
         let every = self.profile.flows.churn_every;
-        if every > 0 && self.emitted > 0 && self.emitted.is_multiple_of(every) {
+        if every > 0 && self.emitted > 0 && self.emitted % every == 0 {
             self.churn();
         }
         self.emitted += 1;

@@ -907,8 +907,8 @@ impl Lpm4 {
             for slot in &self.tbl24[first..first + count] {
                 let e = slot.load(Ordering::Relaxed);
                 if code(e) == CODE_EXT {
-                    self.fill_group(e & PAYLOAD, 0, 256, |d| d.is_none_or(|d| d <= len), value);
-                } else if depth_of(e).is_none_or(|d| d <= len) {
+                    self.fill_group(e & PAYLOAD, 0, 256, |d| d.map_or(true, |d| d <= len), value);
+                } else if depth_of(e).map_or(true, |d| d <= len) {
                     slot.store(value, Ordering::Release);
                 }
             }
@@ -925,7 +925,7 @@ impl Lpm4 {
             };
             let low = net & 0xff;
             let count = 1u32 << (32 - len);
-            self.fill_group(group, low, count, |d| d.is_none_or(|d| d <= len), value);
+            self.fill_group(group, low, count, |d| d.map_or(true, |d| d <= len), value);
             if code(e) != CODE_EXT {
                 slot.store(EXT | group, Ordering::Release);
                 created_group = true;
@@ -1003,7 +1003,7 @@ impl Lpm4 {
                     self.group_slot(group, j)
                         .map_or(0, |s| s.load(Ordering::Relaxed))
                         .eq(&first)
-                }) && depth_of(first).is_none_or(|d| d <= 24);
+                }) && depth_of(first).map_or(true, |d| d <= 24);
                 if foldable {
                     slot.store(first, Ordering::Release);
                     w.free.push_back(group);

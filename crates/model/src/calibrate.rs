@@ -144,10 +144,10 @@ pub fn fit_node_with(samples: &[Sample], rule: SpanRule) -> Node {
         let (hide, sub, sse) = fit_stall(&xs, &ks, &ys);
         let (score, better) = match rule {
             // Prefer the seeds' form unless a span fits clearly better (5%).
-            SpanRule::PreferSeeds => (sse, best.is_none_or(|(b, _)| sse < 0.95 * b)),
+            SpanRule::PreferSeeds => (sse, best.map_or(true, |(b, _)| sse < 0.95 * b)),
             SpanRule::LeaveOneOut => {
                 let cv = loo_error(&xs, &ks, &ys);
-                (cv, best.is_none_or(|(b, _)| cv < b))
+                (cv, best.map_or(true, |(b, _)| cv < b))
             }
         };
         if better {

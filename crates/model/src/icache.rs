@@ -571,13 +571,13 @@ impl SizeRule {
         if !have.small || n < Self::WIDTH {
             return old;
         }
-        let whole = n.is_multiple_of(Self::WIDTH);
+        let whole = n % Self::WIDTH == 0;
         match self {
             SizeRule::Session8 => old,
             SizeRule::Small if n < Self::CHUNK => CallLines::Small { remainder: true },
             SizeRule::Small => old,
             SizeRule::Tail if n < Self::CHUNK => CallLines::Small { remainder: !whole },
-            SizeRule::Tail if n.is_multiple_of(Self::CHUNK) => old,
+            SizeRule::Tail if n % Self::CHUNK == 0 => old,
             SizeRule::Tail => {
                 let tail = if whole { Tail::NoRemainder } else { Tail::All };
                 match old {

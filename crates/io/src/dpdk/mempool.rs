@@ -35,6 +35,8 @@ pub(crate) struct Layout {
 enum Lanes {
     Scalar,
     Avx2,
+    /// Only with a compiler that has the AVX-512 intrinsics (`build.rs`).
+    #[cfg_attr(not(pktvec_avx512), allow(dead_code))]
     Avx512,
 }
 
@@ -116,9 +118,12 @@ impl Layout {
         #[cfg(target_arch = "x86_64")]
         let (mut hi, mut top, done) = match self.lanes {
             // SAFETY: `lanes` is `Avx512` only if the CPU has AVX-512F (`best_lanes`).
+            #[cfg(pktvec_avx512)]
             Lanes::Avx512 => unsafe {
                 avx512::index_burst(base, inv, s, &mbufs[..n], &mut out[..n])
             },
+            #[cfg(not(pktvec_avx512))]
+            Lanes::Avx512 => unreachable!("AVX-512 passes not built"),
             // SAFETY: `lanes` is `Avx2` only if the CPU has AVX2 (`best_lanes`).
             Lanes::Avx2 => unsafe { avx2::index_burst(base, inv, s, &mbufs[..n], &mut out[..n]) },
             Lanes::Scalar => (0u64, 0u32, 0usize),
@@ -175,7 +180,10 @@ impl Layout {
             #[cfg(target_arch = "x86_64")]
             let done = match self.lanes {
                 // SAFETY: `lanes` is `Avx512` only if the CPU has AVX-512F (`best_lanes`).
+                #[cfg(pktvec_avx512)]
                 Lanes::Avx512 => unsafe { avx512::mbuf_burst(self.mbuf0, stride, bis, out) },
+                #[cfg(not(pktvec_avx512))]
+                Lanes::Avx512 => unreachable!("AVX-512 passes not built"),
                 // SAFETY: `lanes` is `Avx2` only if the CPU has AVX2 (`best_lanes`).
                 Lanes::Avx2 => unsafe { avx2::mbuf_burst(self.mbuf0, stride, bis, out) },
                 Lanes::Scalar => 0,
@@ -195,10 +203,11 @@ impl Layout {
 }
 
 /// The widest vector code the CPU runs (x86-64 only; valgrind hides AVX-512, so under it
-/// the AVX2 code runs).
+/// the AVX2 code runs; the AVX-512 code needs Rust 1.89 to build, see `build.rs`).
 fn best_lanes() -> Lanes {
     #[cfg(target_arch = "x86_64")]
     {
+        #[cfg(pktvec_avx512)]
         if std::arch::is_x86_feature_detected!("avx512f") {
             return Lanes::Avx512;
         }
@@ -224,8 +233,10 @@ impl Lanes {
 /// [`Layout::index_burst`] and [`Layout::mbuf_burst`] with AVX-512F, sixteen mbufs per
 /// step: the AVX2 code's work in about half the instructions (one 16-wide multiply, a
 /// variable rotate instead of two shifts and an OR, the high halves checked on the OR of
-/// the 64-bit offsets).
-#[cfg(target_arch = "x86_64")]
+/// the 64-bit offsets). Built where the compiler has the AVX-512 intrinsics (Rust 1.89,
+/// see `build.rs`), hence the MSRV lint is allowed here.
+#[cfg(all(target_arch = "x86_64", pktvec_avx512))]
+#[allow(clippy::incompatible_msrv)]
 mod avx512 {
     use std::arch::x86_64::*;
 
@@ -864,7 +875,7 @@ mod tests {
             let lanes = [Lanes::Scalar, Lanes::Avx2, Lanes::Avx512].map(|x| l.with_lanes(x));
             assert_eq!(
                 lanes[2].lanes == Lanes::Avx512,
-                std::arch::is_x86_feature_detected!("avx512f")
+                std::arch::is_x86_feature_detected!("avx512f") && cfg!(pktvec_avx512)
             );
             for lay in lanes.into_iter().chain([big]) {
                 let mbufs: Vec<usize> = (0..64u32)
@@ -907,9 +918,8 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let a = x as usize;
-                let exact = a >= l.mbuf0
-                    && (a - l.mbuf0).is_multiple_of(stride)
-                    && (a - l.mbuf0) / stride < 1000;
+                let exact =
+                    a >= l.mbuf0 && (a - l.mbuf0) % stride == 0 && (a - l.mbuf0) / stride < 1000;
                 assert_eq!(l.raw_index(a) < 1000, exact);
                 // Near the pool too.
                 let b = l.mbuf0 + (x % (1000 * stride as u64 + 7)) as usize;

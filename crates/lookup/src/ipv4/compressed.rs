@@ -1129,7 +1129,7 @@ mod tests {
                 let breaks = if seed % 2 == 0 { next() % 8 } else { next() % 64 };
                 // Half the quarters hold only 24-bit next hops and "no route" (narrow
                 // records, unless 0xff_ffff is drawn); the others any value.
-                let narrow = next().is_multiple_of(2);
+                let narrow = next() % 2 == 0;
                 let mut v = 0;
                 for (s, x) in slots.iter_mut().enumerate() {
                     if s == 0 || next() % 64 < breaks {
@@ -1137,7 +1137,7 @@ mod tests {
                             (0, _) => NO_ROUTE,
                             (1, false) => GROUP | (next() as u32 & 0xff_ffff),
                             (1, true) => NARROW_NONE - 1 - (next() % 2) as u32,
-                            (2, true) if next().is_multiple_of(8) => NARROW_NONE,
+                            (2, true) if next() % 8 == 0 => NARROW_NONE,
                             (_, true) => next() as u32 & 0xff_ffff,
                             (_, false) => next() as u32 & ((1 << 26) - 1),
                         };
