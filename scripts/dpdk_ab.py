@@ -18,6 +18,7 @@ import argparse, json, os, statistics, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dpdk_bench as bench  # noqa: E402  (testpmd, ours_io, run, tsc_hz)
+from ratio_svg import ratio_plot  # noqa: E402
 
 VDEVS = ['net_null0', 'net_null1']
 VARIANTS = [('raw256', 256, False), ('raw128', 128, False), ('raw64', 64, False), ('adopt256', 256, True)]
@@ -74,35 +75,10 @@ def svg(summary, path):
     """Per-rep ratios to testpmd (dots) and their median (bar) per variant, with the
     target line at 1.10."""
     names = [n for n, _, _ in VARIANTS + OLD_VARIANTS if n in summary]
-    ymax = max(max(summary[n]['ratios']) for n in names) * 1.1
-    W, H, L, B, T = max(640, 110 * len(names) + 80), 360, 60, 50, 40
-    y = lambda v: H - B - (H - B - T) * v / ymax
-    bw = (W - L - 20) / len(names)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-           f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">io forwarding, net_null, burst 32: cycles / testpmd\'s (packed)</text>',
-           f'<text x="{W/2}" y="32" text-anchor="middle" font-size="11">per rep (dots), median (bar); runs of equal length, order rotated</text>',
-           f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/>',
-           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>']
-    t = 0.0
-    while t <= ymax:
-        out.append(f'<text x="{L-6}" y="{y(t)+4}" text-anchor="end">{t:.1f}</text>'
-                   f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
-        t += 0.2
-    for v, col, lab in ((1.0, '#888', '1.00 (testpmd)'), (1.1, '#c33', '1.10 (target)')):
-        out.append(f'<line x1="{L}" y1="{y(v)}" x2="{W-10}" y2="{y(v)}" stroke="{col}" stroke-dasharray="4,3"/>'
-                   f'<text x="{W-12}" y="{y(v)-3}" text-anchor="end" fill="{col}" font-size="10">{lab}</text>')
-    for i, n in enumerate(names):
-        x0 = L + i * bw + bw * 0.2
-        m = summary[n]['ratio_median']
-        col = '#9cd' if n.startswith('adopt') else '#c96' if n.startswith('old') else '#2a6'
-        out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
-                   f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.2f}</text>')
-        for k, r in enumerate(summary[n]['ratios']):
-            out.append(f'<circle cx="{x0 + bw*0.1 + (bw*0.4)*k/max(1, len(summary[n]["ratios"])-1)}" cy="{y(r)}" r="2.5" fill="black"/>')
-        label = LABELS[n]
-        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle">{label}</text>')
-    with open(path, 'w') as f:
-        f.write('\n'.join(out + ['</svg>']))
+    colour = lambda n: '#9cd' if n.startswith('adopt') else '#c96' if n.startswith('old') else '#2a6'
+    ratio_plot(path, [(LABELS[n], colour(n), summary[n]['ratio_median'], summary[n]['ratios']) for n in names],
+               "io forwarding, net_null, burst 32: cycles / testpmd's (packed)",
+               'per rep (dots), median (bar); runs of equal length, order rotated', 'testpmd')
 
 
 def main():

@@ -14,7 +14,10 @@ slow drift, which separate processes seconds apart do not (±20% per rep here).
 Variants: raw hand-over at vectors of 256, 128, 64 and 32; every packet through the buffer
 pool (`--adopt`) at 256. Bursts of 32 on both sides.
 """
-import argparse, json, statistics, subprocess, sys
+import argparse, json, os, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ratio_svg import ratio_plot  # noqa: E402
 
 # name: (vector size, dpdk_io flags, plot label)
 VARIANTS = {
@@ -50,37 +53,14 @@ def one(target, name, v, flags, pairs, slice_, tag):
 
 def svg(summary, names, path):
     """Per-pair ratios (dots) and their median (bar) per variant, target line at 1.10."""
-    ymax = max(1.3, max(max(summary[n]['ratios']) for n in names) * 1.05)
-    W, H, L, B, T = max(640, 120 * len(names) + 80), 360, 60, 50, 40
-    y = lambda v: H - B - (H - B - T) * v / ymax
-    bw = (W - L - 20) / len(names)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-           f'<text x="{W/2}" y="18" text-anchor="middle" font-size="14">graph / testpmd\'s io loop, same process, net_null, burst 32</text>',
-           f'<text x="{W/2}" y="32" text-anchor="middle" font-size="11">cycles a packet, per pair of alternating slices (dots), median (bar)</text>',
-           f'<line x1="{L}" y1="{H-B}" x2="{W-10}" y2="{H-B}" stroke="black"/>',
-           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>']
-    t = 0.0
-    while t <= ymax:
-        out.append(f'<text x="{L-6}" y="{y(t)+4}" text-anchor="end">{t:.1f}</text>'
-                   f'<line x1="{L}" y1="{y(t)}" x2="{W-10}" y2="{y(t)}" stroke="#ddd"/>')
-        t += 0.2
-    for v, col, lab in ((1.0, '#888', '1.00 (io loop)'), (1.1, '#c33', '1.10 (target)')):
-        out.append(f'<line x1="{L}" y1="{y(v)}" x2="{W-10}" y2="{y(v)}" stroke="{col}" stroke-dasharray="4,3"/>'
-                   f'<text x="{W-12}" y="{y(v)-3}" text-anchor="end" fill="{col}" font-size="10">{lab}</text>')
-    for i, n in enumerate(names):
-        x0 = L + i * bw + bw * 0.2
-        m = summary[n]['ratio_median']
-        col = '#9cd' if n.startswith('adopt') else '#2a6'
+    def colour(n):
         if n.endswith('_rec') or n.endswith('_noclk'):
-            col = '#7b9' if n.startswith('raw') else '#acd'
-        out.append(f'<rect x="{x0}" y="{y(m)}" width="{bw*0.6}" height="{H-B-y(m)}" fill="{col}" opacity="0.6"/>'
-                   f'<text x="{x0+bw*0.3}" y="{y(m)-4}" text-anchor="middle" font-size="11">{m:.3f}</text>')
-        rs = summary[n]['ratios']
-        for k, r in enumerate(rs):
-            out.append(f'<circle cx="{x0 + bw*0.05 + (bw*0.5)*k/max(1, len(rs)-1)}" cy="{y(r)}" r="1.6" fill="black" opacity="0.6"/>')
-        out.append(f'<text x="{x0+bw*0.3}" y="{H-B+16}" text-anchor="middle" font-size="10">{VARIANTS[n][2]}</text>')
-    with open(path, 'w') as f:
-        f.write('\n'.join(out + ['</svg>']))
+            return '#7b9' if n.startswith('raw') else '#acd'
+        return '#9cd' if n.startswith('adopt') else '#2a6'
+    ratio_plot(path, [(VARIANTS[n][2], colour(n), summary[n]['ratio_median'], summary[n]['ratios']) for n in names],
+               "graph / testpmd's io loop, same process, net_null, burst 32",
+               'cycles a packet, per pair of alternating slices (dots), median (bar)', 'io loop',
+               decimals=3, dot=1.6, ymax_at_least=1.3)
 
 
 def main():

@@ -73,16 +73,22 @@ fn assert_balanced(g: &Graph) {
     assert_eq!(g.pool().in_use(), 0, "buffers leaked: {c}");
 }
 
-#[test]
-fn split_counts_and_conserves() {
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add("src", source(&[0, 1, 2, 3, 0xff], 1000))
+/// `src` (packets starting with `first_bytes` in turn, `limit` of them) → `split` → sinks
+/// `a`, `b`, `c`, over a pool of `buffers`.
+fn split_graph(cfg: GraphConfig, first_bytes: &[u8], limit: u64, buffers: u32) -> Graph {
+    let mut b = GraphBuilder::new(cfg);
+    b.add("src", source(first_bytes, limit))
         .add("split", Split)
         .add("a", NullSink)
         .add("b", NullSink)
         .add("c", NullSink)
         .set_next("src", SourceNext::Out, "split");
-    let mut g = b.build(pool(4096)).unwrap();
+    b.build(pool(buffers)).unwrap()
+}
+
+#[test]
+fn split_counts_and_conserves() {
+    let mut g = split_graph(GraphConfig::default(), &[0, 1, 2, 3, 0xff], 1000, 4096);
     assert_eq!(g.run_until_idle(), 1000);
     let rt = g.runtime();
     assert_eq!(rt.row("a").unwrap().packets, 400);
@@ -227,18 +233,12 @@ fn max_calls_per_run_bounds_a_turn_and_keeps_packets() {
 #[test]
 fn node_cycles_off_leaves_the_clocks_at_zero_and_counts_everything_else() {
     let run = |node_cycles: bool| {
-        let mut b = GraphBuilder::new(GraphConfig {
+        let cfg = GraphConfig {
             vector_size: 16,
             node_cycles,
             ..GraphConfig::default()
-        });
-        b.add("src", source(&[0, 1, 2], 300))
-            .add("split", Split)
-            .add("a", NullSink)
-            .add("b", NullSink)
-            .add("c", NullSink)
-            .set_next("src", SourceNext::Out, "split");
-        let mut g = b.build(pool(256)).unwrap();
+        };
+        let mut g = split_graph(cfg, &[0, 1, 2], 300, 256);
         assert_eq!(g.run_until_idle(), 300);
         assert_balanced(&g);
         g.runtime()
@@ -435,14 +435,7 @@ fn capture_writes_a_readable_pcap() {
     let dir = std::env::temp_dir().join(format!("pktvec-capture-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("split.pcap");
-    let mut b = GraphBuilder::new(GraphConfig::default());
-    b.add("src", source(&[0, 1, 2, 0xff], 100))
-        .add("split", Split)
-        .add("a", NullSink)
-        .add("b", NullSink)
-        .add("c", NullSink)
-        .set_next("src", SourceNext::Out, "split");
-    let mut g = b.build(pool(256)).unwrap();
+    let mut g = split_graph(GraphConfig::default(), &[0, 1, 2, 0xff], 100, 256);
     g.capture_start("split", &path, Some(60)).unwrap();
     assert!(g.capture_start("nope", &path, None).is_err());
     g.run_until_idle();
