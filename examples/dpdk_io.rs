@@ -92,6 +92,7 @@ struct Cli {
 /// Cycles a packet of each side, pair by pair, of `--interleave`.
 #[derive(serde::Serialize)]
 struct Interleaved {
+    slice: u64,
     graph: Vec<f64>,
     io_loop: Vec<f64>,
     ratios: Vec<f64>,
@@ -241,6 +242,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let ratios: Vec<f64> = graph.iter().zip(&lp).map(|(a, b)| a / b).collect();
         interleaved = Some(Interleaved {
+            slice,
             ratio_median: median(&ratios),
             ratio_of_medians: median(&graph) / median(&lp),
             graph,
@@ -320,7 +322,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                  (medians); graph / io loop: median of the pairs' ratios {:.3}, ratio of the medians {:.3} \
                  (io loop forwarded {}, dropped {})",
                 i.ratios.len(),
-                cli.slice,
+                i.slice,
                 median(&i.graph),
                 median(&i.io_loop),
                 i.ratio_median,

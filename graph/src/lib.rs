@@ -115,7 +115,7 @@ pub struct GraphConfig {
     /// pending (they stay pending; this bounds a turn when packets loop).
     pub max_calls_per_run: usize,
     /// Reads the cycle counter around every node call, for the runtime table's clocks
-    /// (default `true`, as VPP always does). `false` leaves the clocks at 0 and saves two
+    /// (default `true`, as VPP always does). `false` leaves the clocks at 0 and saves one
     /// `rdtsc` a turn plus one a node call (≈ 25 cycles each on this VM's Zen 4): what
     /// rte_graph does without its stats feature and testpmd without
     /// `--record-core-cycles`.

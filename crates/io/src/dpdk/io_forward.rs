@@ -37,16 +37,13 @@ use std::sync::Arc;
 pub struct IoForward {
     from: Arc<Port>,
     to: Arc<Port>,
-    burst: Box<[*mut sys::rte_mbuf]>,
+    /// Mbuf pointers as addresses (as in `DpdkRx`): only `run_once` holds mbufs in it.
+    burst: Box<[usize]>,
     forwarded: u64,
     dropped: u64,
     record_cycles: bool,
     cycles: u64,
 }
-
-// SAFETY: the burst array holds mbuf pointers only during `run_once` (they are sent or
-// freed before it returns), so moving the forwarder to another thread moves no mbuf.
-unsafe impl Send for IoForward {}
 
 impl IoForward {
     /// Forwards from rx queue 0 of `from` to tx queue 0 of `to`, `burst` (1..=1024)
@@ -55,7 +52,7 @@ impl IoForward {
         IoForward {
             from: from.clone(),
             to: to.clone(),
-            burst: vec![std::ptr::null_mut(); burst.clamp(1, 1024)].into_boxed_slice(),
+            burst: vec![0usize; burst.clamp(1, 1024)].into_boxed_slice(),
             forwarded: 0,
             dropped: 0,
             record_cycles: false,
@@ -76,7 +73,7 @@ impl IoForward {
     #[inline]
     pub fn run_once(&mut self) -> usize {
         let n = self.burst.len() as u16;
-        let b = self.burst.as_mut_ptr();
+        let b: *mut *mut sys::rte_mbuf = self.burst.as_mut_ptr().cast();
         let t0 = if self.record_cycles { clock::now() } else { 0 };
         // SAFETY: both ports are started (a `Port` is) and queue 0 exists on each; `b` has
         // room for `n` pointers; the mbufs received are ours until the driver takes them.
