@@ -32,6 +32,7 @@ pub(crate) struct Layout {
 
 /// Which vector code maps mbufs to indices and back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum Lanes {
     Scalar,
     Avx2,
