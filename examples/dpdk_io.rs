@@ -25,7 +25,7 @@
 //! ```
 
 use clap::Parser;
-use pktvec::graph::{clock, GraphBuilder, GraphConfig};
+use pktvec::graph::{clock, GraphBuilder, GraphConfig, InputDrain};
 use pktvec::io::dpdk::{
     DpdkRx, DpdkRxNext, DpdkTx, Eal, IoForward, Mempool, ObjectLayout, Port, PortConfig,
 };
@@ -64,6 +64,12 @@ struct Cli {
     /// runtime table's clocks stay 0).
     #[arg(long)]
     no_node_cycles: bool,
+    /// When the tx nodes run (`GraphConfig::input_drain`): `when-full` (default: right
+    /// after an rx node that filled a vector, so one port's mbufs are in flight),
+    /// `after-each` (right after each rx node) or `after-all` (after every port was
+    /// polled: all ports' mbufs in flight, VPP's order).
+    #[arg(long, default_value = "when-full", value_parser = parse_input_drain)]
+    input_drain: InputDrain,
     /// With `--interleave`: the io loop reads the cycle counter twice a burst, as testpmd
     /// with `--record-core-cycles` (how testpmd's cycles a packet are measured).
     #[arg(long, requires = "interleave")]
@@ -87,6 +93,10 @@ struct Cli {
     /// (the graph stays idle); the ratios should then be 1.
     #[arg(long, requires = "interleave")]
     control: bool,
+    /// With `--control`: the burst of the loop on the first half (default: `--rx-burst`),
+    /// to measure what more mbufs in flight cost the very same loop.
+    #[arg(long, requires = "control")]
+    control_burst: Option<usize>,
 }
 
 /// Cycles a packet of each side, pair by pair, of `--interleave`.
@@ -100,6 +110,15 @@ struct Interleaved {
     ratio_of_medians: f64,
     io_loop_forwarded: u64,
     io_loop_dropped: u64,
+}
+
+fn parse_input_drain(s: &str) -> Result<InputDrain, String> {
+    match s {
+        "when-full" => Ok(InputDrain::WhenFull),
+        "after-each" => Ok(InputDrain::AfterEach),
+        "after-all" => Ok(InputDrain::AfterAll),
+        _ => Err(format!("{s}: when-full, after-each or after-all")),
+    }
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -143,23 +162,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (ports, loop_ports) = all.split_at(half);
     // testpmd's io loop on the second half (port i -> port i+1 of that half), if asked.
-    let loops_over = |ps: &[Arc<Port>]| -> Vec<IoForward> {
+    let loops_over = |ps: &[Arc<Port>], burst: usize| -> Vec<IoForward> {
         (0..ps.len())
             .map(|i| {
-                IoForward::new(&ps[i], &ps[(i + 1) % ps.len()], cli.rx_burst)
+                IoForward::new(&ps[i], &ps[(i + 1) % ps.len()], burst)
                     .with_cycle_recording(cli.record_core_cycles)
             })
             .collect()
     };
     let mut control: Vec<IoForward> = if cli.control {
-        loops_over(ports)
+        loops_over(ports, cli.control_burst.unwrap_or(cli.rx_burst))
     } else {
         Vec::new()
     };
-    let mut io_loop = loops_over(loop_ports);
+    let mut io_loop = loops_over(loop_ports, cli.rx_burst);
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
         node_cycles: !cli.no_node_cycles,
+        input_drain: cli.input_drain,
         ..GraphConfig::default()
     });
     let per_port = cli.packets.div_ceil(ports.len() as u64);

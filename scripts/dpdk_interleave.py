@@ -12,7 +12,9 @@ slow drift, which separate processes seconds apart do not (±20% per rep here).
         --json docs/results/dpdk-s13-interleave.json --svg docs/results/dpdk-s13-interleave.svg
 
 Variants: raw hand-over at vectors of 256, 128, 64 and 32; every packet through the buffer
-pool (`--adopt`) at 256. Bursts of 32 on both sides.
+pool (`--adopt`) at 256; with and without clock reads; `_all`: the tx nodes run after every
+port was polled (`--input-drain after-all`) instead of right after the rx node that filled
+a vector (the default since session 14). Bursts of 32 on both sides.
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -34,6 +36,15 @@ VARIANTS = {
     'raw128_rec': (128, ['--record-core-cycles'], 'raw, V 128, both clocks'),
     'raw256_rec': (256, ['--record-core-cycles'], 'raw, V 256, both clocks'),
     'adopt256_rec': (256, ['--adopt', '--record-core-cycles'], 'adopted, V 256, both clocks'),
+    # Session 14: the tx nodes run after every port was polled (VPP's order, the default
+    # before GraphConfig::input_drain), against the default when-full (right after the rx
+    # node that filled a vector: one port's mbufs in flight, not both ports').
+    'raw256_noclk_all': (256, ['--no-node-cycles', '--input-drain', 'after-all'], 'raw, V 256, no clocks, after all'),
+    'raw128_noclk_all': (128, ['--no-node-cycles', '--input-drain', 'after-all'], 'raw, V 128, no clocks, after all'),
+    'raw256_all': (256, ['--input-drain', 'after-all'], 'raw, V 256, after all'),
+    'raw256_rec_all': (256, ['--record-core-cycles', '--input-drain', 'after-all'], 'raw, V 256, both clocks, after all'),
+    'adopt256_all': (256, ['--adopt', '--input-drain', 'after-all'], 'adopted, V 256, after all'),
+    'raw64_noclk': (64, ['--no-node-cycles'], 'raw, V 64, no clocks'),
 }
 DEFAULT = ['raw256', 'raw128', 'raw64', 'raw32', 'adopt256']
 
@@ -54,6 +65,8 @@ def one(target, name, v, flags, pairs, slice_, tag):
 def svg(summary, names, path):
     """Per-pair ratios (dots) and their median (bar) per variant, target line at 1.10."""
     def colour(n):
+        if n.endswith('_all'):
+            return '#bbb' if n.startswith('raw') else '#ccc'
         if n.endswith('_rec') or n.endswith('_noclk'):
             return '#7b9' if n.startswith('raw') else '#acd'
         return '#9cd' if n.startswith('adopt') else '#2a6'

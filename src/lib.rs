@@ -42,7 +42,7 @@ pub mod prelude {
     pub use pktvec_graph::builtin::{DropNode, NullSink, PacketSource, SourceNext};
     pub use pktvec_graph::{
         next_nodes, node_errors, Context, ErrorReason, Frame, Graph, GraphBuilder, GraphConfig,
-        Next, NoError, NoNext, Node, NodeKind, Verdict,
+        InputDrain, Next, NoError, NoNext, Node, NodeKind, Verdict,
     };
     pub use pktvec_packet::builder::PacketBuilder;
     pub use pktvec_packet::{BufferMeta, BufferPool, Packet, PacketMut, PoolConfig};

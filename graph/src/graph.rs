@@ -15,7 +15,7 @@ use crate::node::{Node, NodeKind};
 use crate::runtime::{Pending, ReadyRing, Runtime};
 use crate::stats::{Conservation, ErrorRow, ErrorTable, NodeStats, RuntimeTable};
 use crate::trace::Trace;
-use crate::{clock, GraphConfig, GraphError};
+use crate::{clock, GraphConfig, GraphError, InputDrain};
 use pktvec_packet::{BufferPool, MetaFlags, Packet};
 use std::path::Path;
 
@@ -264,12 +264,15 @@ impl Graph {
         }
     }
 
-    /// One turn of the main loop: polls every input node once, then runs pending nodes
-    /// until none has packets (or [`GraphConfig::max_calls_per_run`] calls were made; the
-    /// rest then waits for the next turn). Returns the packets the input nodes produced.
+    /// One turn of the main loop: polls every input node once and runs pending nodes
+    /// until none has packets (or [`GraphConfig::max_calls_per_run`] calls were made in
+    /// the turn; the rest then waits for the next turn). [`GraphConfig::input_drain`]
+    /// says whether the pending nodes run after all input nodes or right after the input
+    /// node that fed them. Returns the packets the input nodes produced.
     pub fn run_once(&mut self) -> u64 {
         let mut t = self.now();
         let mut produced = 0;
+        let mut budget = self.rt.cfg.max_calls_per_run;
         for k in 0..self.inputs.len() {
             let id = self.inputs[k];
             let n = self.call_input(id);
@@ -281,14 +284,23 @@ impl Graph {
             s.cycles += now - t;
             t = now;
             produced += n;
+            let now = match self.rt.cfg.input_drain {
+                InputDrain::AfterAll => false,
+                InputDrain::AfterEach => n > 0,
+                InputDrain::WhenFull => n >= self.rt.cfg.vector_size as u64,
+            };
+            if now {
+                t = self.drain(t, &mut budget);
+            }
         }
-        self.drain(t);
+        self.drain(t, &mut budget);
         produced
     }
 
     /// Runs pending nodes without polling the input nodes (after [`inject`](Self::inject)).
     pub fn dispatch_pending(&mut self) {
-        self.drain(self.now());
+        let mut budget = self.rt.cfg.max_calls_per_run;
+        self.drain(self.now(), &mut budget);
     }
 
     /// The cycle counter, or 0 without [`GraphConfig::node_cycles`].
@@ -314,14 +326,18 @@ impl Graph {
         }
     }
 
-    fn drain(&mut self, mut t: u64) {
+    /// Runs pending nodes until none is left or `budget` calls were made (counted down);
+    /// `t` is the clock at the start. Returns the clock at the end.
+    fn drain(&mut self, mut t: u64, budget: &mut usize) -> u64 {
         // Split borrows: the node table, the arcs, the counters, the working frame and the
         // runtime are distinct fields, so nothing is moved per call.
         let Graph {
             slots, spare, rt, ..
         } = self;
         let v = rt.cfg.vector_size;
-        let mut budget = rt.cfg.max_calls_per_run;
+        if *budget == 0 {
+            return t;
+        }
         while let Some(id) = rt.ready.pop() {
             let idu = id as usize;
             let pending = &mut rt.nodes[idu];
@@ -354,11 +370,12 @@ impl Graph {
             s.packets += n;
             s.cycles += now.wrapping_sub(t);
             t = now;
-            budget -= 1;
-            if budget == 0 {
+            *budget -= 1;
+            if *budget == 0 {
                 break;
             }
         }
+        t
     }
 
     #[inline]

@@ -116,10 +116,60 @@ pub struct GraphConfig {
     pub max_calls_per_run: usize,
     /// Reads the cycle counter around every node call, for the runtime table's clocks
     /// (default `true`, as VPP always does). `false` leaves the clocks at 0 and saves one
-    /// `rdtsc` a turn plus one a node call (≈ 25 cycles each on this VM's Zen 4): what
+    /// `rdtsc` a turn plus one a node call (≈ 25 cycles each on this VM): what
     /// rte_graph does without its stats feature and testpmd without
     /// `--record-core-cycles`.
     pub node_cycles: bool,
+    /// When the packets an input node produced are run: after every input node has been
+    /// polled (the default, VPP's and rte_graph's order), right after their own input
+    /// node, or right after it only when it produced a whole vector.
+    pub input_drain: InputDrain,
+}
+
+/// When [`Graph::run_once`] runs the nodes with pending packets: the choice between merging
+/// the vectors several input nodes send to one node and keeping few packets in flight.
+///
+/// Polling every input node first lets partial vectors from several inputs (rx queues,
+/// ports) merge into one call of the node they share, but holds every input's packets in
+/// flight at once: with two DPDK ports at vectors of 256 that is 512 mbufs, whose header
+/// lines (128 bytes each, touched by the driver on receive and on free) no longer fit a
+/// 48 KiB L1. Running each input's packets before polling the next keeps one vector in
+/// flight; a whole vector gains nothing from waiting for another input's packets
+/// ([`InputDrain::WhenFull`]: io forwarding between two `net_null` ports at vectors of 256
+/// costs ≈ 6% fewer cycles a packet, `docs/results/dpdk.md`).
+///
+/// The order packets of different inputs reach a shared node differs between the
+/// policies (the order within one input's packets never does), and with it what
+/// order-dependent state sees: an L2 bridge learning a MAC address on one port and
+/// looking it up for a packet of another. The default keeps VPP's order.
+///
+/// ```
+/// use pktvec_graph::{builtin::{NullSink, PacketSource, SourceNext}, GraphBuilder, GraphConfig, InputDrain};
+/// let cfg = GraphConfig { vector_size: 4, input_drain: InputDrain::AfterAll, ..GraphConfig::default() };
+/// let mut b = GraphBuilder::new(cfg);
+/// b.add("a", PacketSource::new(vec![vec![0; 60]]).with_limit(2))
+///     .add("b", PacketSource::new(vec![vec![0; 60]]).with_limit(2))
+///     .add("tx", NullSink)
+///     .set_next("a", SourceNext::Out, "tx")
+///     .set_next("b", SourceNext::Out, "tx");
+/// let mut g = b.build(pktvec_packet::BufferPool::new(Default::default()).unwrap()).unwrap();
+/// g.run_once();
+/// // Both inputs' two packets went to `tx` in one call.
+/// assert_eq!(g.runtime().row("tx").map(|r| (r.calls, r.packets)), Some((1, 4)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputDrain {
+    /// Every input node first, then the pending nodes (VPP's and rte_graph's order; the
+    /// default).
+    #[default]
+    AfterAll,
+    /// The pending nodes after each input node that produced packets.
+    AfterEach,
+    /// The pending nodes right after an input node that produced a whole vector (a busy
+    /// queue: nothing to merge), after all input nodes otherwise (light load: partial
+    /// vectors merge).
+    WhenFull,
 }
 
 impl Default for GraphConfig {
@@ -130,6 +180,7 @@ impl Default for GraphConfig {
             sub_batch: 16,
             max_calls_per_run: 1 << 20,
             node_cycles: true,
+            input_drain: InputDrain::AfterAll,
         }
     }
 }

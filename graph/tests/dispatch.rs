@@ -3,8 +3,8 @@
 
 use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
 use pktvec_graph::{
-    next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, GraphConfig, GraphError, NoError,
-    Node, Verdict,
+    next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, GraphConfig, GraphError,
+    InputDrain, NoError, Node, Verdict,
 };
 use pktvec_packet::{BufferPool, PoolConfig};
 
@@ -228,6 +228,128 @@ fn max_calls_per_run_bounds_a_turn_and_keeps_packets() {
     g.run_until_idle();
     assert_eq!(g.runtime().row("out").unwrap().packets, 64);
     assert_balanced(&g);
+}
+
+/// Two sources of `each` packets into one sink ("out"), vectors of 16.
+fn two_inputs(input_drain: InputDrain, each: u64) -> Graph {
+    let mut b = GraphBuilder::new(GraphConfig {
+        vector_size: 16,
+        input_drain,
+        ..GraphConfig::default()
+    });
+    b.add("src1", source(&[1], each))
+        .add("src2", source(&[2], each))
+        .add("out", NullSink)
+        .set_next("src1", SourceNext::Out, "out")
+        .set_next("src2", SourceNext::Out, "out");
+    b.build(pool(256)).unwrap()
+}
+
+/// Calls and packets of `out` after one turn of `two_inputs(drain, each)`.
+fn out_after_one_turn(drain: InputDrain, each: u64) -> (u64, u64) {
+    let mut g = two_inputs(drain, each);
+    assert_eq!(g.run_once(), 2 * each.min(16));
+    let out = g.runtime().row("out").unwrap().clone();
+    g.run_until_idle();
+    assert_balanced(&g);
+    (out.calls, out.packets)
+}
+
+#[test]
+fn input_drain_decides_when_inputs_packets_run() {
+    use InputDrain::*;
+    // Partial vectors (5 packets each): merged into one call, unless drained after each.
+    assert_eq!(out_after_one_turn(AfterAll, 5), (1, 10));
+    assert_eq!(out_after_one_turn(AfterEach, 5), (2, 10));
+    assert_eq!(out_after_one_turn(WhenFull, 5), (1, 10));
+    // Whole vectors (16 each): after all, `out` gets its two vectors in two calls at the
+    // end; drained early, the same two calls, each right after its input.
+    assert_eq!(out_after_one_turn(AfterAll, 64), (2, 32));
+    assert_eq!(out_after_one_turn(AfterEach, 64), (2, 32));
+    assert_eq!(out_after_one_turn(WhenFull, 64), (2, 32));
+    assert_eq!(GraphConfig::default().input_drain, AfterAll);
+}
+
+/// An input node that produces nothing and records the buffers in use when it is polled:
+/// polled between two sources, it shows whether the first one's packets are still in flight.
+#[derive(Default)]
+struct Probe {
+    in_use: Vec<usize>,
+}
+impl Node for Probe {
+    type Next = PassNext;
+    type Error = NoError;
+    const KIND: pktvec_graph::NodeKind = pktvec_graph::NodeKind::Input;
+    fn process(&mut self, cx: &mut Context<'_, Self>, _frame: &mut Frame) {
+        self.in_use.push(cx.pool().in_use());
+    }
+}
+
+#[test]
+fn input_drain_sets_what_is_in_flight_when_the_next_input_is_polled() {
+    use InputDrain::*;
+    let in_flight = |drain: InputDrain, each: u64| {
+        let mut b = GraphBuilder::new(GraphConfig {
+            vector_size: 16,
+            input_drain: drain,
+            ..GraphConfig::default()
+        });
+        b.add("src1", source(&[1], each))
+            .add("probe", Probe::default())
+            .add("src2", source(&[2], each))
+            .add("out", NullSink)
+            .set_next("src1", SourceNext::Out, "out")
+            .set_next("probe", PassNext::Out, "out")
+            .set_next("src2", SourceNext::Out, "out");
+        let mut g = b.build(pool(256)).unwrap();
+        g.run_once();
+        g.run_until_idle();
+        assert_balanced(&g);
+        g.node::<Probe>("probe").unwrap().in_use[0]
+    };
+    // A whole vector from src1: still in flight only when every input is polled first.
+    assert_eq!(in_flight(AfterAll, 64), 16);
+    assert_eq!(in_flight(AfterEach, 64), 0);
+    assert_eq!(in_flight(WhenFull, 64), 0);
+    // A partial vector: kept for merging unless drained after each input.
+    assert_eq!(in_flight(AfterAll, 5), 5);
+    assert_eq!(in_flight(AfterEach, 5), 0);
+    assert_eq!(in_flight(WhenFull, 5), 5);
+}
+
+#[test]
+fn input_drain_keeps_one_budget_per_turn() {
+    for drain in [
+        InputDrain::AfterAll,
+        InputDrain::AfterEach,
+        InputDrain::WhenFull,
+    ] {
+        let mut b = GraphBuilder::new(GraphConfig {
+            vector_size: 4,
+            max_calls_per_run: 3,
+            input_drain: drain,
+            ..GraphConfig::default()
+        });
+        b.add("src1", source(&[9], 64))
+            .add("src2", source(&[9], 64))
+            .add("loop", Looper)
+            .add("out", NullSink)
+            .set_next("src1", SourceNext::Out, "loop")
+            .set_next("src2", SourceNext::Out, "loop");
+        let mut g = b.build(pool(1024)).unwrap();
+        g.run_once();
+        let rt = g.runtime();
+        let calls = |n: &str| rt.row(n).map_or(0, |r| r.calls);
+        assert_eq!(
+            calls("loop") + calls("out"),
+            3,
+            "{drain:?}: the budget is the turn's, not each drain's"
+        );
+        assert!(g.conservation().in_flight > 0);
+        g.run_until_idle();
+        assert_eq!(g.runtime().row("out").unwrap().packets, 128);
+        assert_balanced(&g);
+    }
 }
 
 #[test]
