@@ -68,7 +68,7 @@ struct Cli {
     /// after an rx node that filled a vector, so one port's mbufs are in flight),
     /// `after-each` (right after each rx node) or `after-all` (after every port was
     /// polled: all ports' mbufs in flight, VPP's order).
-    #[arg(long, default_value = "when-full", value_parser = parse_input_drain)]
+    #[arg(long, default_value = "when-full")]
     input_drain: InputDrain,
     /// With `--interleave`: the io loop reads the cycle counter twice a burst, as testpmd
     /// with `--record-core-cycles` (how testpmd's cycles a packet are measured).
@@ -110,15 +110,6 @@ struct Interleaved {
     ratio_of_medians: f64,
     io_loop_forwarded: u64,
     io_loop_dropped: u64,
-}
-
-fn parse_input_drain(s: &str) -> Result<InputDrain, String> {
-    match s {
-        "when-full" => Ok(InputDrain::WhenFull),
-        "after-each" => Ok(InputDrain::AfterEach),
-        "after-all" => Ok(InputDrain::AfterAll),
-        _ => Err(format!("{s}: when-full, after-each or after-all")),
-    }
 }
 
 fn median(xs: &[f64]) -> f64 {

@@ -5,7 +5,7 @@
 
 use clap::Args;
 use pktvec::graph::builtin::NullSink;
-use pktvec::graph::{Graph, GraphBuilder, GraphConfig};
+use pktvec::graph::{Graph, GraphBuilder, GraphConfig, InputDrain};
 use pktvec::io::capture::{read_capture, PcapSink, PcapSource, PcapSourceNext};
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
@@ -62,6 +62,11 @@ pub struct CommonArgs {
     /// node of the one graph (`input`, `input-1`, ...).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub rx_queues: u16,
+    /// When the nodes fed by the rx nodes run (`GraphConfig::input_drain`): `after-all`
+    /// (every input polled first, VPP's order), `after-each`, or `when-full` (right after
+    /// an input that filled a vector: fewer mbufs in flight with several ports or queues).
+    #[arg(long, default_value = "after-all")]
+    pub input_drain: InputDrain,
 }
 
 impl CommonArgs {
@@ -71,6 +76,7 @@ impl CommonArgs {
             vector_size: self.vector_size,
             prefetch_distance: self.prefetch,
             sub_batch: self.sub_batch,
+            input_drain: self.input_drain,
             ..GraphConfig::default()
         }
     }
