@@ -305,7 +305,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let node_cycles: u64 = rt.rows.iter().map(|r| r.cycles).sum();
     let lent: u64 = ports
         .iter()
-        .filter_map(|p| g.node::<DpdkRx>(&format!("{}-rx", p.name())))
+        .filter_map(|p| g.node::<DpdkRx>(&format!("{}-rx", p.name())).ok())
         .map(|rx| rx.lent())
         .sum();
     let cpp = node_cycles as f64 / done.max(1) as f64;

@@ -242,7 +242,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     run_and_report("nf_acl", &mut graph, args)?;
     if !args.json {
         let errors = graph.errors();
-        let acl = graph.node::<Ip4Acl>("ip4-acl").ok_or("ip4-acl missing")?;
+        let acl = graph.node::<Ip4Acl>("ip4-acl")?;
         println!(
             "ip4-acl: {} permitted, {} denied by source prefix, {} denied by destination port",
             acl.permitted,

@@ -131,7 +131,7 @@ fn same_through_dpdk(
         if batched {
             // Every received packet went through a batcher's path queues.
             let classified: u64 = (0..PORTS)
-                .filter_map(|i| g.node::<Batcher<DpdkRx>>(&format!("rx{i}")))
+                .filter_map(|i| g.node::<Batcher<DpdkRx>>(&format!("rx{i}")).ok())
                 .flat_map(|bt| bt.stats().path_packets)
                 .map(|(_, n)| n)
                 .sum();

@@ -23,6 +23,13 @@ pub trait BurstSource: Send + 'static {
     /// Appends up to `max` new buffers holding received packets to `out`; returns how many
     /// (0: nothing now).
     fn rx_burst(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize;
+
+    /// Packets the source received but could not put into a buffer (the pool was empty)
+    /// since the last call: the batcher counts them as dropped for "no buffer". Sources
+    /// that never lose packets that way keep the default, 0.
+    fn take_no_buffer(&mut self) -> u64 {
+        0
+    }
 }
 
 /// A DPDK rx queue as the batcher's source (feature `dpdk`): bursts of received mbufs,
@@ -44,6 +51,8 @@ pub struct ReplaySource {
     looping: bool,
     limit: Option<u64>,
     produced: u64,
+    no_buffer: u64,
+    no_buffer_taken: u64,
     rx_if: u16,
 }
 
@@ -56,6 +65,8 @@ impl ReplaySource {
             looping: false,
             limit: None,
             produced: 0,
+            no_buffer: 0,
+            no_buffer_taken: 0,
             rx_if: 0,
         }
     }
@@ -78,6 +89,11 @@ impl ReplaySource {
     pub fn produced(&self) -> u64 {
         self.produced
     }
+    /// Packets dropped because the pool had no buffer for them (they count towards the
+    /// limit, as a NIC's receive drops what finds no buffer).
+    pub fn no_buffer(&self) -> u64 {
+        self.no_buffer
+    }
 }
 
 impl BurstSource for ReplaySource {
@@ -87,7 +103,7 @@ impl BurstSource for ReplaySource {
         }
         let mut want = max;
         if let Some(l) = self.limit {
-            want = want.min(l.saturating_sub(self.produced) as usize);
+            want = want.min(l.saturating_sub(self.produced + self.no_buffer) as usize);
         }
         if !self.looping {
             want = want.min(self.packets.len() - self.pos);
@@ -105,8 +121,24 @@ impl BurstSource for ReplaySource {
             }
             data
         });
+        if got < want {
+            // The packets that found no buffer are lost, as on a NIC: skip them (`want`
+            // stayed within the capture when not looping).
+            let missing = want - got;
+            self.no_buffer += missing as u64;
+            self.pos += missing;
+            if self.looping {
+                self.pos %= self.packets.len();
+            }
+        }
         self.produced += got as u64;
         got
+    }
+
+    fn take_no_buffer(&mut self) -> u64 {
+        let n = self.no_buffer - self.no_buffer_taken;
+        self.no_buffer_taken = self.no_buffer;
+        n
     }
 }
 
@@ -337,6 +369,8 @@ node_errors! {
     pub enum BatcherError {
         /// The packet's queue was full ([`FullPolicy::Drop`]).
         QueueFull = "batcher queue full",
+        /// The source had no buffer for a received packet ([`BurstSource::take_no_buffer`]).
+        NoBuffer = "no buffer",
     }
 }
 
@@ -795,6 +829,17 @@ impl<S: BurstSource> Node for Batcher<S> {
     const KIND: NodeKind = NodeKind::Input;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        self.receive_and_send(cx, frame);
+        let lost = self.src.take_no_buffer();
+        if lost > 0 {
+            cx.drop_unreceived(BatcherError::NoBuffer, lost);
+        }
+    }
+}
+
+impl<S: BurstSource> Batcher<S> {
+    /// One poll: receive, classify, queue, and send what is due (see the type's docs).
+    fn receive_and_send(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let v = cx.vector_size().min(frame.room());
         if !self.cfg.enabled && self.queues.held == 0 {
             self.scratch.clear();

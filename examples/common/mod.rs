@@ -344,7 +344,7 @@ mod dpdk_io {
         (0..graph.node_count() as u32)
             .filter_map(|id| {
                 let name = graph.node_name(id)?;
-                Some((name, graph.node::<DpdkRx>(name)?))
+                Some((name, graph.node::<DpdkRx>(name).ok()?))
             })
             .collect()
     }

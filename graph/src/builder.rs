@@ -18,7 +18,7 @@
 //! ```
 
 use crate::builtin::{DropNode, DROP_NODE};
-use crate::graph::{DynNode, Graph, NodeSlot};
+use crate::graph::{DynNode, Graph, Names, NodeSlot};
 use crate::node::{ErrorReason, Next, Node, NodeKind};
 use crate::GraphConfig;
 use pktvec_packet::BufferPool;
@@ -96,6 +96,7 @@ struct PendingNode {
     arc_names: &'static [&'static str],
     next_type: (TypeId, &'static str),
     reasons: &'static [&'static str],
+    created: &'static [&'static str],
 }
 
 /// Collects nodes and arcs, then builds a [`Graph`].
@@ -125,6 +126,7 @@ impl GraphBuilder {
             arc_names: N::Next::NAMES,
             next_type: (TypeId::of::<N::Next>(), std::any::type_name::<N::Next>()),
             reasons: N::Error::REASONS,
+            created: N::CREATED,
         });
         self
     }
@@ -185,6 +187,8 @@ impl GraphBuilder {
         let mut slots = Vec::with_capacity(self.nodes.len());
         let mut error_names: Vec<(String, String)> =
             vec![(DROP_NODE.to_string(), "unspecified reason".to_string())];
+        let mut created_names: Vec<(String, String)> = Vec::new();
+        let mut created_base: Vec<u32> = Vec::with_capacity(self.nodes.len() + 1);
         for n in self.nodes {
             if n.kind != NodeKind::Sink && n.targets.is_empty() {
                 return Err(GraphError::NoWayOut { node: n.name });
@@ -206,6 +210,10 @@ impl GraphBuilder {
             error_names.push((n.name.clone(), "invalid next arc".to_string()));
             for r in n.reasons {
                 error_names.push((n.name.clone(), r.to_string()));
+            }
+            created_base.push(created_names.len() as u32);
+            for r in n.created {
+                created_names.push((n.name.clone(), r.to_string()));
             }
             if error_names.len() > u16::MAX as usize {
                 return Err(GraphError::TooManyErrors);
@@ -231,6 +239,17 @@ impl GraphBuilder {
                 }
             }
         }
-        Ok(Graph::new(self.cfg, slots, error_names, drop_id, pool))
+        created_base.push(created_names.len() as u32);
+        Ok(Graph::new(
+            self.cfg,
+            slots,
+            Names {
+                errors: error_names,
+                created: created_names,
+                created_base,
+            },
+            drop_id,
+            pool,
+        ))
     }
 }

@@ -22,8 +22,8 @@
 
 use crate::context::Context;
 use crate::frame::Frame;
-use crate::next_nodes;
 use crate::node::{NoError, NoNext, Node, NodeKind};
+use crate::{next_nodes, node_errors};
 use pktvec_packet::BufferPool;
 
 /// Name under which the builder adds the [`DropNode`].
@@ -66,14 +66,27 @@ next_nodes! {
     }
 }
 
+node_errors! {
+    /// Drop reasons of packet sources.
+    pub enum SourceError {
+        /// The pool had no buffer for the packet: it is dropped, as a NIC drops what
+        /// arrives when its receive ring has no buffers.
+        NoBuffer = "no buffer",
+    }
+}
+
 /// An input node that copies template packets, round robin, into new buffers: up to one
 /// vector per poll, until an optional packet limit.
+///
+/// Like a NIC, it does not wait for buffers: packets it has no buffer for when polled are
+/// dropped and counted under "no buffer" (see [`SourceError`]), and count towards the limit.
 #[derive(Debug, Clone)]
 pub struct PacketSource {
     templates: Vec<Vec<u8>>,
     next_template: usize,
     limit: Option<u64>,
     produced: u64,
+    no_buffer: u64,
     rx_if: u16,
 }
 
@@ -85,6 +98,7 @@ impl PacketSource {
             next_template: 0,
             limit: None,
             produced: 0,
+            no_buffer: 0,
             rx_if: 0,
         }
     }
@@ -105,11 +119,16 @@ impl PacketSource {
     pub fn produced(&self) -> u64 {
         self.produced
     }
+
+    /// Packets dropped so far because the pool had no buffer for them.
+    pub fn no_buffer(&self) -> u64 {
+        self.no_buffer
+    }
 }
 
 impl Node for PacketSource {
     type Next = SourceNext;
-    type Error = NoError;
+    type Error = SourceError;
     const KIND: NodeKind = NodeKind::Input;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
@@ -118,7 +137,7 @@ impl Node for PacketSource {
         }
         let mut want = cx.vector_size();
         if let Some(limit) = self.limit {
-            want = want.min(limit.saturating_sub(self.produced) as usize);
+            want = want.min(limit.saturating_sub(self.produced + self.no_buffer) as usize);
         }
         let templates = &self.templates;
         let next = &mut self.next_template;
@@ -128,6 +147,12 @@ impl Node for PacketSource {
             t
         });
         self.produced += got as u64;
+        if got < want {
+            let missing = want - got;
+            self.next_template = (self.next_template + missing) % self.templates.len();
+            self.no_buffer += missing as u64;
+            cx.drop_unreceived(SourceError::NoBuffer, missing as u64);
+        }
         cx.enqueue_all(frame, SourceNext::Out);
     }
 }

@@ -26,9 +26,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Errors starting or stopping a capture.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    /// No node of that name.
-    #[error("no node named `{0}`")]
-    UnknownNode(String),
+    /// No node of that name (the error lists the known names).
+    #[error(transparent)]
+    UnknownNode(#[from] crate::graph::NodeLookupError),
     /// No capture is running on the node.
     #[error("no capture running on node `{0}`")]
     NotCapturing(String),

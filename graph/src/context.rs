@@ -376,6 +376,98 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         self.rt.push_one(d, bi);
     }
 
+    /// Counts `n` packets this node made (allocated or copied, e.g. flood copies) and sends
+    /// on itself, under `reason`, one of [`Node::CREATED`]: they count as graph input in
+    /// [`Conservation`](crate::Conservation) and per node in the runtime table and
+    /// [`Graph::created`](crate::Graph::created). Count once per vector where possible.
+    ///
+    /// `reason` must be a variant of the enum whose `REASONS` are the node's
+    /// [`Node::CREATED`] (checked in debug builds); an index past them is not counted.
+    ///
+    /// ```
+    /// use pktvec_graph::{builtin, node_errors, next_nodes, Context, ErrorReason, Frame, GraphBuilder, GraphConfig, Node};
+    /// next_nodes! { pub enum DupNext { Out = "tx" } }
+    /// node_errors! { pub enum DupError { NoBuffer = "copy: no buffer" } }
+    /// node_errors! { pub enum DupCreated { Copy = "duplicate" } }
+    /// /// Sends every packet and a copy of it.
+    /// struct Dup;
+    /// impl Node for Dup {
+    ///     type Next = DupNext;
+    ///     type Error = DupError;
+    ///     const CREATED: &'static [&'static str] = DupCreated::REASONS;
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         for i in 0..frame.len() {
+    ///             match cx.pool_mut().clone_packet(frame.buffers()[i]) {
+    ///                 Some(c) => {
+    ///                     cx.count_created(DupCreated::Copy, 1);
+    ///                     cx.enqueue(c, DupNext::Out);
+    ///                 }
+    ///                 None => cx.drop_uncreated(DupCreated::Copy, DupError::NoBuffer, 1),
+    ///             }
+    ///         }
+    ///         cx.enqueue_all(frame, DupNext::Out);
+    ///     }
+    /// }
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("src", builtin::PacketSource::new(vec![vec![0; 60]]).with_limit(10));
+    /// b.add("dup", Dup).add("tx", builtin::NullSink);
+    /// b.set_next("src", builtin::SourceNext::Out, "dup");
+    /// let mut g = b.build(pktvec_packet::BufferPool::new(Default::default())?)?;
+    /// g.run_until_idle();
+    /// let c = g.conservation();
+    /// assert_eq!((c.input, c.created, c.output), (10, 10, 20));
+    /// assert!(c.is_balanced(), "{c}");
+    /// assert_eq!(g.created().count("dup", "duplicate"), 10);
+    /// assert_eq!(g.runtime().row("dup").unwrap().created, 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn count_created<R: ErrorReason>(&mut self, reason: R, n: u64) {
+        debug_assert_eq!(
+            R::REASONS,
+            N::CREATED,
+            "count_created: the reason's enum is not the node's CREATED"
+        );
+        let rt = &mut *self.rt;
+        let base = rt.created_base[self.node as usize] as usize;
+        let end = rt.created_base[self.node as usize + 1] as usize;
+        let i = base + reason.index() as usize;
+        if i < end {
+            rt.created_counts[i] += n;
+        }
+    }
+
+    /// Counts `n` packets this node meant to make (e.g. flood copies) but could not, for
+    /// want of a buffer: made under `created` ([`count_created`](Self::count_created)) and
+    /// dropped at once under `error`, so they show in the error counters and conservation
+    /// stays exact although no buffer ever carried them.
+    #[inline]
+    pub fn drop_uncreated<R: ErrorReason>(&mut self, created: R, error: N::Error, n: u64) {
+        self.count_created(created, n);
+        self.count_unbuffered_drops(error, n);
+    }
+
+    /// For input nodes: counts `n` packets that arrived (a capture's next packets, a
+    /// device's receive) but got no buffer because the pool was empty, under `error`
+    /// (typically "no buffer"). They count as graph input and as dropped, so an exhausted
+    /// pool shows in the error counters instead of silence. Other nodes use
+    /// [`drop_uncreated`](Self::drop_uncreated).
+    #[inline]
+    pub fn drop_unreceived(&mut self, error: N::Error, n: u64) {
+        debug_assert!(self.is_input, "drop_unreceived is for input nodes");
+        self.rt.unreceived += n;
+        self.count_unbuffered_drops(error, n);
+    }
+
+    #[inline]
+    fn count_unbuffered_drops(&mut self, error: N::Error, n: u64) {
+        let e = self.error_index(error) as usize;
+        if let Some(c) = self.rt.error_counts.get_mut(e) {
+            *c += n;
+            self.rt.unbuffered_drops += n;
+        }
+    }
+
     /// Drops every packet of the frame with one reason.
     #[inline]
     pub fn drop_frame(&mut self, frame: &mut Frame, reason: N::Error) {

@@ -32,6 +32,7 @@ pub(crate) trait DynNode: Send {
     ) -> u64;
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String);
     fn takes_raw_dyn(&self) -> bool;
+    fn type_name_dyn(&self) -> &'static str;
     fn as_any(&self) -> &dyn std::any::Any;
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
@@ -60,6 +61,10 @@ impl<N: Node> DynNode for N {
         self.takes_raw()
     }
 
+    fn type_name_dyn(&self) -> &'static str {
+        std::any::type_name::<N>()
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -80,12 +85,45 @@ pub(crate) struct NodeSlot {
     pub stats: NodeStats,
 }
 
+/// A node asked for by name that the graph does not have, or not of the type asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeLookupError {
+    /// No node of that name.
+    #[error("no node named `{name}`; known nodes: {}", known.join(", "))]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The graph's node names, sorted.
+        known: Vec<String>,
+    },
+    /// The node exists but has another type.
+    #[error("node `{name}` is a `{found}`, not a `{wanted}`")]
+    WrongType {
+        /// The name asked for.
+        name: String,
+        /// The type asked for.
+        wanted: &'static str,
+        /// The node's type.
+        found: &'static str,
+    },
+}
+
+/// The graph-wide names the builder resolved: drop reasons and creation reasons, each as
+/// (node, reason) by graph-wide index, and where each node's creation reasons start.
+pub(crate) struct Names {
+    pub errors: Vec<(String, String)>,
+    pub created: Vec<(String, String)>,
+    /// Per node, the index of its first creation reason; one more entry at the end.
+    pub created_base: Vec<u32>,
+}
+
 /// A built graph: nodes, arcs, the buffer pool and the runtime counters of one worker.
 pub struct Graph {
     slots: Vec<NodeSlot>,
     inputs: Vec<u32>,
     sinks: Vec<u32>,
     error_names: Vec<(String, String)>,
+    created_names: Vec<(String, String)>,
     spare: Frame,
     rt: Runtime,
 }
@@ -107,7 +145,7 @@ impl Graph {
     pub(crate) fn new(
         cfg: GraphConfig,
         slots: Vec<NodeSlot>,
-        error_names: Vec<(String, String)>,
+        names: Names,
         drop_node: u32,
         pool: BufferPool,
     ) -> Graph {
@@ -133,7 +171,7 @@ impl Graph {
                     })
                     .collect(),
                 ready: ReadyRing::new(n),
-                error_counts: vec![0; error_names.len()],
+                error_counts: vec![0; names.errors.len()],
                 drop_node,
                 cfg,
                 trace: Trace::default(),
@@ -142,8 +180,13 @@ impl Graph {
                 takes_raw: slots.iter().map(|s| s.node.takes_raw_dyn()).collect(),
                 injected: 0,
                 sink_drops: 0,
+                created_counts: vec![0; names.created.len()],
+                created_base: names.created_base,
+                unreceived: 0,
+                unbuffered_drops: 0,
             },
-            error_names,
+            error_names: names.errors,
+            created_names: names.created,
             slots,
         }
     }
@@ -207,7 +250,8 @@ impl Graph {
     }
 
     /// The node named `name`, if it has type `N` (to read a node's own counters or
-    /// state, e.g. a sink's per-interface counts).
+    /// state, e.g. a sink's per-interface counts). An unknown name is an error that lists
+    /// the known names; a node of another type, one that names both types.
     ///
     /// ```
     /// use pktvec_graph::{builtin::{NullSink, PacketSource, SourceNext}, GraphBuilder, GraphConfig};
@@ -217,18 +261,39 @@ impl Graph {
     /// let mut g = b.build(pktvec_packet::BufferPool::new(Default::default()).unwrap()).unwrap();
     /// g.run_until_idle();
     /// assert_eq!(g.node::<PacketSource>("src").unwrap().produced(), 5);
-    /// assert!(g.node::<NullSink>("src").is_none());
+    /// assert!(g.node::<NullSink>("src").unwrap_err().to_string().contains("not a"));
+    /// let e = g.node::<NullSink>("txx").unwrap_err();
+    /// assert_eq!(e.to_string(), "no node named `txx`; known nodes: drop, src, tx");
     /// ```
-    pub fn node<N: Node>(&self, name: &str) -> Option<&N> {
-        let id = self.node_id(name)?;
-        self.slots[id as usize].node.as_any().downcast_ref()
+    pub fn node<N: Node>(&self, name: &str) -> Result<&N, NodeLookupError> {
+        let id = self.lookup(name)?;
+        let node = &self.slots[id as usize].node;
+        node.as_any()
+            .downcast_ref()
+            .ok_or_else(|| wrong_type::<N>(name, node.type_name_dyn()))
     }
 
     /// The node named `name`, writable, if it has type `N` (e.g. to change a node's
-    /// configuration between runs).
-    pub fn node_mut<N: Node>(&mut self, name: &str) -> Option<&mut N> {
-        let id = self.node_id(name)?;
-        self.slots[id as usize].node.as_any_mut().downcast_mut()
+    /// configuration between runs). Errors as [`node`](Self::node).
+    pub fn node_mut<N: Node>(&mut self, name: &str) -> Result<&mut N, NodeLookupError> {
+        let id = self.lookup(name)?;
+        let node = &mut self.slots[id as usize].node;
+        let found = node.type_name_dyn();
+        node.as_any_mut()
+            .downcast_mut()
+            .ok_or_else(|| wrong_type::<N>(name, found))
+    }
+
+    /// Id of the node named `name`, or an error listing the known names.
+    fn lookup(&self, name: &str) -> Result<u32, NodeLookupError> {
+        self.node_id(name).ok_or_else(|| {
+            let mut known: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
+            known.sort();
+            NodeLookupError::Unknown {
+                name: name.to_string(),
+                known,
+            }
+        })
     }
 
     /// Name of node `id`.
@@ -332,7 +397,11 @@ impl Graph {
         // Split borrows: the node table, the arcs, the counters, the working frame and the
         // runtime are distinct fields, so nothing is moved per call.
         let Graph {
-            slots, spare, rt, ..
+            slots,
+            spare,
+            rt,
+            error_names,
+            ..
         } = self;
         let v = rt.cfg.vector_size;
         if *budget == 0 {
@@ -357,7 +426,7 @@ impl Graph {
             }
             let n = spare.bufs.len() as u64;
             if rt.trace.active {
-                record_entry(&slots[idu], rt, spare);
+                record_entry(&slots[idu], id, rt, error_names, spare);
             }
             let slot = &mut slots[idu];
             slot.node
@@ -430,9 +499,7 @@ impl Graph {
         path: impl AsRef<Path>,
         max_packets: Option<u64>,
     ) -> Result<(), CaptureError> {
-        let id = self
-            .node_id(node)
-            .ok_or_else(|| CaptureError::UnknownNode(node.to_string()))?;
+        let id = self.lookup(node)?;
         let tap = Tap::create(path.as_ref(), max_packets)?;
         if let Some(old) = self.rt.taps[id as usize].replace(tap) {
             old.finish()?;
@@ -443,9 +510,7 @@ impl Graph {
 
     /// Stops the capture on `node`, completes the file and returns the packets written.
     pub fn capture_stop(&mut self, node: &str) -> Result<u64, CaptureError> {
-        let id = self
-            .node_id(node)
-            .ok_or_else(|| CaptureError::UnknownNode(node.to_string()))?;
+        let id = self.lookup(node)?;
         let tap = self.rt.taps[id as usize]
             .take()
             .ok_or_else(|| CaptureError::NotCapturing(node.to_string()))?;
@@ -463,7 +528,15 @@ impl Graph {
         let names: Vec<String> = self.slots.iter().map(|s| s.name.clone()).collect();
         let kinds: Vec<NodeKind> = self.slots.iter().map(|s| s.kind).collect();
         let stats: Vec<NodeStats> = self.slots.iter().map(|s| s.stats).collect();
-        RuntimeTable::new(&names, &kinds, &stats, self.rt.cfg.vector_size)
+        let b = &self.rt.created_base;
+        let created: Vec<u64> = (0..self.slots.len())
+            .map(|i| {
+                self.rt.created_counts[b[i] as usize..b[i + 1] as usize]
+                    .iter()
+                    .sum()
+            })
+            .collect();
+        RuntimeTable::new(&names, &kinds, &stats, &created, self.rt.cfg.vector_size)
     }
 
     /// Drop counters by node and reason (VPP's `show errors`).
@@ -474,6 +547,25 @@ impl Graph {
                 .error_counts
                 .iter()
                 .zip(&self.error_names)
+                .filter(|(&c, _)| c > 0)
+                .map(|(&count, (node, reason))| ErrorRow {
+                    count,
+                    node: node.clone(),
+                    reason: reason.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Packets nodes made, by node and reason ([`Node::CREATED`]; non-zero rows only).
+    /// `Display` prints it like [`errors`](Self::errors).
+    pub fn created(&self) -> ErrorTable {
+        ErrorTable {
+            rows: self
+                .rt
+                .created_counts
+                .iter()
+                .zip(&self.created_names)
                 .filter(|(&c, _)| c > 0)
                 .map(|(&count, (node, reason))| ErrorRow {
                     count,
@@ -498,7 +590,8 @@ impl Graph {
             .iter()
             .map(|&i| self.slots[i as usize].stats.packets)
             .sum::<u64>()
-            + self.rt.injected;
+            + self.rt.injected
+            + self.rt.unreceived;
         let output = self
             .sinks
             .iter()
@@ -507,8 +600,11 @@ impl Graph {
             - self.rt.sink_drops;
         Conservation {
             input,
+            created: self.rt.created_counts.iter().sum(),
             output,
-            dropped: self.slots[self.rt.drop_node as usize].stats.packets,
+            dropped: self.slots[self.rt.drop_node as usize].stats.packets
+                + self.rt.unbuffered_drops,
+            dropped_without_buffer: self.rt.unbuffered_drops,
             dropped_by_reason: self.rt.error_counts.iter().sum(),
             in_flight: self.rt.in_flight(),
             buffers_in_use: self.rt.pool.in_use() as u64,
@@ -523,6 +619,9 @@ impl Graph {
         self.rt.error_counts.iter_mut().for_each(|c| *c = 0);
         self.rt.injected = 0;
         self.rt.sink_drops = 0;
+        self.rt.created_counts.iter_mut().for_each(|c| *c = 0);
+        self.rt.unreceived = 0;
+        self.rt.unbuffered_drops = 0;
     }
 }
 
@@ -543,14 +642,40 @@ impl Drop for Graph {
     }
 }
 
+fn wrong_type<N: Node>(name: &str, found: &'static str) -> NodeLookupError {
+    NodeLookupError::WrongType {
+        name: name.to_string(),
+        wanted: std::any::type_name::<N>(),
+        found,
+    }
+}
+
 #[cold]
-fn record_entry(slot: &NodeSlot, rt: &mut Runtime, frame: &Frame) {
+fn record_entry(
+    slot: &NodeSlot,
+    id: u32,
+    rt: &mut Runtime,
+    error_names: &[(String, String)],
+    frame: &Frame,
+) {
     // Raw buffers have no metadata to read.
     for &bi in &frame.buffers()[frame.raw_len()..] {
         let p = rt.pool.packet(bi);
         if p.meta().flags.contains(MetaFlags::TRACED) {
             let mut text = String::new();
-            slot.node.format_trace_dyn(p, &mut text);
+            if id == rt.drop_node {
+                // What the dropping node decided: VPP's error-drop trace line.
+                let e = p.meta().error as usize;
+                let (node, reason) = error_names
+                    .get(e)
+                    .or(error_names.first())
+                    .map_or(("?", "unspecified reason"), |(n, r)| {
+                        (n.as_str(), r.as_str())
+                    });
+                text = format!("{node}: {reason}");
+            } else {
+                slot.node.format_trace_dyn(p, &mut text);
+            }
             let idx = p.meta().trace_index;
             rt.trace.record(idx, &slot.name, text);
         }

@@ -90,7 +90,7 @@ pub use builder::{GraphBuilder, GraphError};
 pub use capture::CaptureError;
 pub use context::{Context, VerdictMap, MAX_SUB_BATCH};
 pub use frame::Frame;
-pub use graph::Graph;
+pub use graph::{Graph, NodeLookupError};
 pub use node::{ErrorReason, Next, NoError, NoNext, Node, NodeKind, Verdict};
 pub use stats::{Conservation, ErrorTable, NodeStats, RuntimeTable};
 pub use trace::Trace;

@@ -122,6 +122,25 @@ pub trait Node: Send + 'static {
     /// The node's role; most nodes are [`NodeKind::Internal`].
     const KIND: NodeKind = NodeKind::Internal;
 
+    /// Why this node makes new packets (flood copies, multicast replicas, fragments,
+    /// encapsulation into new buffers), in index order: the reasons
+    /// [`Context::count_created`] and [`Context::drop_uncreated`] count under, shown by
+    /// [`Graph::created`](crate::Graph::created). Declare them with
+    /// [`node_errors!`](crate::node_errors) and use its `REASONS`. Packets a node makes
+    /// count as graph input in [`Conservation`](crate::Conservation). Empty by default: the
+    /// node makes no packets.
+    ///
+    /// ```
+    /// use pktvec_graph::{node_errors, ErrorReason};
+    /// node_errors! {
+    ///     /// Why `mirror` makes packets.
+    ///     pub enum MirrorCreated { Copy = "mirror copy" }
+    /// }
+    /// const CREATED: &[&str] = MirrorCreated::REASONS; // in `impl Node for Mirror`
+    /// assert_eq!(CREATED, &["mirror copy"]);
+    /// ```
+    const CREATED: &'static [&'static str] = &[];
+
     /// Processes one vector. For an input node the frame starts empty and the node fills it
     /// (up to [`Context::vector_size`]) before enqueueing it.
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame);

@@ -30,6 +30,16 @@ pub(crate) struct Runtime {
     /// Packets sink nodes took in but then dropped (a full transmit queue): counted by
     /// the sink and by the drop node, so conservation subtracts them from the output.
     pub sink_drops: u64,
+    /// Packets made by nodes, per graph-wide creation reason ([`Node::CREATED`]).
+    ///
+    /// [`Node::CREATED`]: crate::Node::CREATED
+    pub created_counts: Vec<u64>,
+    /// Per node, its first index into `created_counts`; one more entry at the end.
+    pub created_base: Vec<u32>,
+    /// Packets input nodes received but had no buffer for (counted as input and dropped).
+    pub unreceived: u64,
+    /// Packets dropped without a buffer: `unreceived` plus copies nodes could not make.
+    pub unbuffered_drops: u64,
 }
 
 /// What waits for one node.

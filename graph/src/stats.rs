@@ -49,6 +49,9 @@ pub struct RuntimeRow {
     pub vectors: u64,
     /// Packets.
     pub packets: u64,
+    /// Packets the node made ([`Node::CREATED`](crate::Node::CREATED)): flood copies,
+    /// replicas, fragments; those it could not make for want of a buffer included.
+    pub created: u64,
     /// Cycles.
     pub cycles: u64,
     /// vectors / calls.
@@ -77,6 +80,7 @@ impl RuntimeTable {
         names: &[String],
         kinds: &[NodeKind],
         stats: &[NodeStats],
+        created: &[u64],
         vector_size: usize,
     ) -> Self {
         let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
@@ -84,13 +88,15 @@ impl RuntimeTable {
             .iter()
             .zip(kinds)
             .zip(stats)
-            .filter(|(_, s)| s.calls > 0)
-            .map(|((name, &kind), s)| RuntimeRow {
+            .zip(created)
+            .filter(|((_, s), _)| s.calls > 0)
+            .map(|(((name, &kind), s), &created)| RuntimeRow {
                 name: name.clone(),
                 kind,
                 calls: s.calls,
                 vectors: s.vectors,
                 packets: s.packets,
+                created,
                 cycles: s.cycles,
                 vectors_per_call: div(s.vectors, s.calls),
                 packets_per_vector: div(s.packets, s.vectors),
@@ -127,12 +133,13 @@ impl fmt::Display for RuntimeTable {
             .max(4);
         writeln!(
             f,
-            "{:<w$} {:>8} {:>12} {:>12} {:>14} {:>12} {:>11} {:>11} {:>12}",
+            "{:<w$} {:>8} {:>12} {:>12} {:>14} {:>10} {:>12} {:>11} {:>11} {:>12}",
             "Name",
             "Kind",
             "Calls",
             "Vectors",
             "Packets",
+            "Created",
             "Vectors/Call",
             "Pkts/Vector",
             "Clocks/Pkt",
@@ -146,12 +153,13 @@ impl fmt::Display for RuntimeTable {
             };
             writeln!(
                 f,
-                "{:<w$} {:>8} {:>12} {:>12} {:>14} {:>12.2} {:>11.2} {:>11.2} {:>12.1}",
+                "{:<w$} {:>8} {:>12} {:>12} {:>14} {:>10} {:>12.2} {:>11.2} {:>11.2} {:>12.1}",
                 r.name,
                 kind,
                 r.calls,
                 r.vectors,
                 r.packets,
+                r.created,
                 r.vectors_per_call,
                 r.packets_per_vector,
                 r.cycles_per_packet,
@@ -181,7 +189,9 @@ pub struct ErrorRow {
     pub reason: String,
 }
 
-/// Drop counters by node and reason, like VPP's `show errors` (non-zero rows only).
+/// Counters by node and reason, like VPP's `show errors` (non-zero rows only): the drop
+/// counters ([`Graph::errors`](crate::Graph::errors)) and the packets nodes made
+/// ([`Graph::created`](crate::Graph::created)).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ErrorTable {
     /// Non-zero counters, in error index order.
@@ -224,12 +234,20 @@ impl fmt::Display for ErrorTable {
 /// Packet conservation: what entered the graph against what left it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Conservation {
-    /// Packets produced by input nodes or injected.
+    /// Packets produced by input nodes or injected, and packets input nodes received but
+    /// had no buffer for.
     pub input: u64,
+    /// Packets nodes made ([`Node::CREATED`](crate::Node::CREATED)): flood copies and
+    /// other replicas, including those dropped at once for want of a buffer.
+    pub created: u64,
     /// Packets consumed by sink nodes other than the drop node.
     pub output: u64,
-    /// Packets that reached the drop node.
+    /// Packets dropped: those that reached the drop node, and those dropped without a
+    /// buffer (`dropped_without_buffer`).
     pub dropped: u64,
+    /// Packets counted as dropped that never had a buffer: received when the pool was
+    /// empty, or copies that could not be made.
+    pub dropped_without_buffer: u64,
     /// Sum of the per-reason drop counters.
     pub dropped_by_reason: u64,
     /// Packets still pending in the graph.
@@ -239,9 +257,10 @@ pub struct Conservation {
 }
 
 impl Conservation {
-    /// input = output + dropped + in flight, and the drop counters add up to the drops.
+    /// input + created = output + dropped + in flight, and the drop counters add up to
+    /// the drops.
     pub fn is_balanced(&self) -> bool {
-        self.input == self.output + self.dropped + self.in_flight
+        self.input + self.created == self.output + self.dropped + self.in_flight
             && self.dropped == self.dropped_by_reason
     }
 }
@@ -250,8 +269,9 @@ impl fmt::Display for Conservation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "in {} = out {} + dropped {} (by reason {}) + in flight {}: {}; buffers in use {}",
+            "in {} + created {} = out {} + dropped {} (by reason {}) + in flight {}: {}; buffers in use {}",
             self.input,
+            self.created,
             self.output,
             self.dropped,
             self.dropped_by_reason,

@@ -19,7 +19,13 @@
 //! assert_eq!(graph.trace().packets().len(), 2);
 //! let text = graph.trace().to_string();
 //! assert!(text.contains("Packet 1") && text.contains("source") && text.contains("out"));
+//! let first = &graph.trace().packets()[0].records[0];
+//! assert_eq!((first.node.as_str(), first.next.as_deref()), ("source", Some("out")));
 //! ```
+//!
+//! A packet's records say what each node decided: every record but the last names the
+//! node the packet went to next, and a dropped packet ends on the drop node's record,
+//! whose text is the dropping node and its reason, e.g. `ip4-input: ttl expired`.
 
 use serde::Serialize;
 use std::fmt;
@@ -31,8 +37,13 @@ pub struct TraceRecord {
     pub node: String,
     /// Cycle counter when the packet entered the node, relative to the trace start.
     pub cycles: u64,
-    /// The node's description of the packet.
+    /// The node's description of the packet; on the drop node's record, the node that
+    /// dropped it and why (`ip4-input: ttl expired`, as VPP's error-drop trace).
     pub text: String,
+    /// Where the node sent the packet: the next node's name (`drop` when it dropped it),
+    /// or `None` if this is the packet's last record (a sink consumed it, or it is still
+    /// pending).
+    pub next: Option<String>,
 }
 
 /// The records of one traced packet, in the order the nodes saw it.
@@ -102,10 +113,14 @@ impl Trace {
     pub(crate) fn record(&mut self, index: u16, node: &str, text: String) {
         let cycles = crate::clock::now().saturating_sub(self.t0);
         if let Some(p) = self.packets.get_mut(index as usize) {
+            if let Some(prev) = p.records.last_mut() {
+                prev.next = Some(node.to_string());
+            }
             p.records.push(TraceRecord {
                 node: node.to_string(),
                 cycles,
                 text,
+                next: None,
             });
         }
     }
@@ -142,6 +157,9 @@ impl fmt::Display for Trace {
                 )?;
                 for line in r.text.lines() {
                     writeln!(f, "  {line}")?;
+                }
+                if let Some(next) = &r.next {
+                    writeln!(f, "  -> {next}")?;
                 }
             }
             writeln!(f)?;

@@ -507,15 +507,25 @@ fn inject_and_single_packet_paths() {
 }
 
 #[test]
-fn exhausted_pool_produces_fewer_packets_not_panics() {
+fn exhausted_pool_drops_what_finds_no_buffer_and_counts_it() {
     let mut b = GraphBuilder::new(GraphConfig::default());
     b.add("src", source(&[1], 10_000))
         .add("out", NullSink)
         .set_next("src", SourceNext::Out, "out");
     let mut g = b.build(pool(10)).unwrap();
-    // Never more than 10 buffers at once, yet all 10_000 packets get through.
-    assert_eq!(g.run_until_idle(), 10_000);
+    // Never more than 10 buffers at once: each poll of 256 gets 10 through and drops 246
+    // as a NIC with an empty ring would, counted under "no buffer".
+    let got = g.run_until_idle();
+    let polls = 10_000u64.div_ceil(256);
+    assert_eq!(got, 10 * polls);
     assert_eq!(g.runtime().row("src").unwrap().packets_per_vector, 10.0);
+    assert_eq!(g.errors().count("src", "no buffer"), 10_000 - got);
+    assert_eq!(
+        g.node::<PacketSource>("src").unwrap().no_buffer(),
+        10_000 - got
+    );
+    let c = g.conservation();
+    assert_eq!((c.input, c.dropped_without_buffer), (10_000, 10_000 - got));
     assert_balanced(&g);
 }
 
@@ -544,7 +554,26 @@ fn trace_records_each_node() {
     assert_eq!(path(0), ["src", "split", "a", "out"]);
     assert_eq!(path(1), ["src", "split", "b"]);
     assert_eq!(path(2), ["src", "split", "drop"]);
+    // What each node decided: the next node on every record but the last, and on the drop
+    // node's record the dropping node and its reason.
+    let nexts = |i: usize| -> Vec<Option<&str>> {
+        t.packets()[i]
+            .records
+            .iter()
+            .map(|r| r.next.as_deref())
+            .collect()
+    };
+    assert_eq!(nexts(0), [Some("split"), Some("a"), Some("out"), None]);
+    assert_eq!(nexts(2), [Some("split"), Some("drop"), None]);
+    let drop_record = &t.packets()[2].records[2];
+    assert!(
+        drop_record.text.starts_with("split: "),
+        "{}",
+        drop_record.text
+    );
     let text = t.to_string();
+    assert!(text.contains("  -> split"), "{text}");
+    assert!(text.contains(&format!("  {}", drop_record.text)), "{text}");
     assert!(text.contains("Packet 3"), "{text}");
     assert!(text.contains("len 60: 00 00"), "{text}");
     g.trace_clear();
@@ -593,4 +622,29 @@ fn capture_writes_a_readable_pcap() {
         assert_eq!(text.lines().count(), 60, "{text}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_name_taking_call_lists_the_known_names() {
+    let mut b = GraphBuilder::new(GraphConfig::default());
+    b.add("src", source(&[0], 1))
+        .add("out", NullSink)
+        .set_next("src", SourceNext::Out, "out");
+    let mut g = b.build(pool(16)).unwrap();
+    let known = "known nodes: drop, out, src";
+    let e = g.node::<NullSink>("outt").unwrap_err().to_string();
+    assert!(e.contains("`outt`") && e.contains(known), "{e}");
+    let e = g.node_mut::<NullSink>("outt").unwrap_err().to_string();
+    assert!(e.contains(known), "{e}");
+    let e = g.node::<PacketSource>("out").unwrap_err().to_string();
+    assert!(e.contains("NullSink") && e.contains("PacketSource"), "{e}");
+    let path = std::env::temp_dir().join(format!("pktvec-names-{}.pcap", std::process::id()));
+    let e = g
+        .capture_start("outt", &path, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`outt`") && e.contains(known), "{e}");
+    let e = g.capture_stop("outt").unwrap_err().to_string();
+    assert!(e.contains(known), "{e}");
+    assert!(!path.exists());
 }

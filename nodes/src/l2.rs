@@ -19,7 +19,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
+use pktvec_graph::{next_nodes, node_errors, Context, ErrorReason, Frame, Node, Verdict};
 use pktvec_lookup::hash::{HashError, Hashed, MacTable};
 use pktvec_packet::wire::MacAddr;
 use pktvec_packet::Packet;
@@ -195,8 +195,21 @@ node_errors! {
         Filtered = "destination on the receiving interface",
         /// Flooding to a single-interface switch: nowhere to send.
         NoFloodTarget = "no interface to flood to",
+        /// A flood copy the pool had no buffer for.
+        FloodNoBuffer = "flood copy: no buffer",
     }
 }
+
+node_errors! {
+    /// Packets `l2-forward` makes.
+    pub enum L2ForwardCreated {
+        /// A copy of a flooded frame for each further interface.
+        FloodCopy = "flood copy",
+    }
+}
+
+/// Flood copies are sent on in chunks of this many.
+const COPY_CHUNK: usize = 256;
 
 /// The `l2-forward` node.
 pub struct L2Forward {
@@ -204,6 +217,7 @@ pub struct L2Forward {
     ports: u16,
     policy: UnknownUnicast,
     flood: Vec<u32>,
+    copies: Vec<u32>,
     flood_copies: u64,
     flood_no_buffer: u64,
 }
@@ -216,6 +230,7 @@ impl L2Forward {
             ports,
             policy,
             flood: Vec::with_capacity(pktvec_graph::MAX_VECTOR_SIZE),
+            copies: Vec::with_capacity(COPY_CHUNK),
             flood_copies: 0,
             flood_no_buffer: 0,
         }
@@ -229,6 +244,7 @@ impl L2Forward {
 impl Node for L2Forward {
     type Next = L2ForwardNext;
     type Error = L2ForwardError;
+    const CREATED: &'static [&'static str] = L2ForwardCreated::REASONS;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let fib = self.fib.clone();
@@ -292,7 +308,10 @@ impl Node for L2Forward {
                 },
             );
         }
-        // One copy per further interface for every flooded frame.
+        // One copy per further interface for every flooded frame, sent on in chunks; each
+        // copy is a created packet, and one the pool has no buffer for a counted drop.
+        let (mut made, mut missed) = (0u64, 0u64);
+        self.copies.clear();
         for i in 0..self.flood.len() {
             let bi = self.flood[i];
             let (rx, first) = {
@@ -303,13 +322,31 @@ impl Node for L2Forward {
                 match cx.pool_mut().clone_packet(bi) {
                     Some(c) => {
                         cx.pool_mut().meta_mut(c).tx_if = q;
-                        cx.enqueue(c, L2ForwardNext::Output);
-                        self.flood_copies += 1;
+                        self.copies.push(c);
+                        made += 1;
+                        if self.copies.len() == COPY_CHUNK {
+                            cx.enqueue_slice(&self.copies, L2ForwardNext::Output);
+                            self.copies.clear();
+                        }
                     }
-                    None => self.flood_no_buffer += 1,
+                    None => missed += 1,
                 }
             }
         }
+        cx.enqueue_slice(&self.copies, L2ForwardNext::Output);
+        self.copies.clear();
+        if made > 0 {
+            cx.count_created(L2ForwardCreated::FloodCopy, made);
+        }
+        if missed > 0 {
+            cx.drop_uncreated(
+                L2ForwardCreated::FloodCopy,
+                L2ForwardError::FloodNoBuffer,
+                missed,
+            );
+        }
+        self.flood_copies += made;
+        self.flood_no_buffer += missed;
         cx.enqueue_frame(frame);
     }
 

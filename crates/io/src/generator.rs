@@ -22,7 +22,8 @@
 //! ```
 
 use crate::profile::{Order, Popularity, ProfileError, Sizes, TrafficProfile};
-use pktvec_graph::{next_nodes, Context, Frame, NoError, Node, NodeKind};
+use pktvec_graph::builtin::SourceError;
+use pktvec_graph::{next_nodes, Context, Frame, Node, NodeKind};
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::wire::MacAddr;
 use pktvec_packet::{PacketMut, PacketsMut};
@@ -556,6 +557,7 @@ pub struct GeneratorSource {
     gen: Generator,
     limit: Option<u64>,
     produced: u64,
+    no_buffer: u64,
     replay: Option<Replay>,
 }
 
@@ -610,6 +612,7 @@ impl GeneratorSource {
             gen,
             limit: None,
             produced: 0,
+            no_buffer: 0,
             replay: None,
         }
     }
@@ -668,17 +671,22 @@ impl GeneratorSource {
     pub fn produced(&self) -> u64 {
         self.produced
     }
+    /// Packets dropped so far because the pool had no buffer for them (counted under
+    /// "no buffer", and towards the limit).
+    pub fn no_buffer(&self) -> u64 {
+        self.no_buffer
+    }
 }
 
 impl Node for GeneratorSource {
     type Next = GeneratorNext;
-    type Error = NoError;
+    type Error = SourceError;
     const KIND: NodeKind = NodeKind::Input;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let mut want = cx.vector_size();
         if let Some(l) = self.limit {
-            want = want.min(l.saturating_sub(self.produced) as usize);
+            want = want.min(l.saturating_sub(self.produced + self.no_buffer) as usize);
         }
         let got = cx.alloc_into(frame, want);
         let start = frame.len() - got;
@@ -727,6 +735,15 @@ impl Node for GeneratorSource {
             }
         }
         self.produced += got as u64;
+        if got < want {
+            // Like a NIC with an empty ring: the packets that found no buffer are dropped.
+            let missing = want - got;
+            if let Some(r) = self.replay.as_mut() {
+                r.pos = (r.pos + missing) % r.index.len().max(1);
+            }
+            self.no_buffer += missing as u64;
+            cx.drop_unreceived(SourceError::NoBuffer, missing as u64);
+        }
         cx.enqueue_all(frame, GeneratorNext::Out);
     }
 }
