@@ -6,7 +6,7 @@
 use clap::Args;
 use pktvec::graph::builtin::NullSink;
 use pktvec::graph::{Graph, GraphBuilder, GraphConfig, InputDrain};
-use pktvec::io::capture::{read_capture, PcapSink, PcapSource, PcapSourceNext};
+use pktvec::io::capture::{PcapSink, PcapSource, PcapSourceNext};
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::packet::{BufferPool, PoolConfig};
@@ -166,11 +166,12 @@ impl CommonArgs {
         }
         Ok(match &self.pcap_in {
             Some(p) => {
-                let cap = read_capture(p)?;
-                if cap.packets.is_empty() {
-                    return Err(format!("{}: no Ethernet packets", p.display()).into());
+                // An error if nothing in the file can be replayed (it names the link types).
+                let src = PcapSource::open(p)?;
+                if let Some(warning) = src.capture().warning() {
+                    eprintln!("{}: {warning}", p.display());
                 }
-                Input::Pcap(PcapSource::new(cap).looping(true).with_limit(self.packets))
+                Input::Pcap(src.looping(true).with_limit(self.packets))
             }
             None => {
                 let src = GeneratorSource::new(gen()?).with_limit(self.packets);

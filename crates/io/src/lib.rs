@@ -3,8 +3,12 @@
 //! Where packets come from and go to, for pktvec graphs:
 //!
 //! * [`capture`]: pcap/pcapng files read into memory and replayed by an input node
-//!   ([`capture::PcapSource`], optionally looping), pcap writing ([`capture::PcapSink`]) and
-//!   a per-interface counting sink ([`capture::CountingSink`]).
+//!   ([`capture::PcapSource`], optionally looping, each packet with its capture timestamp
+//!   and, for pcapng, its interface), pcap writing ([`capture::PcapSink`], original
+//!   timestamps kept, flushed every vector) and a per-interface counting sink
+//!   ([`capture::CountingSink`]). Ethernet, Linux cooked (SLL, SLL2), raw IP and BSD
+//!   loopback (NULL, LOOP) captures are replayed, the non-Ethernet ones behind a synthetic
+//!   Ethernet header; other link types are skipped and counted.
 //! * [`profile`] and [`generator`]: a seeded traffic generator described by a TOML profile
 //!   (protocol mix, VLAN/QinQ, NDN names, unknown EtherTypes, malformed frames, flow count,
 //!   Zipf popularity, churn, destinations from a route table with a hit rate, sizes, arrival
