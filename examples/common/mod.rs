@@ -107,7 +107,7 @@ pub enum Input {
     /// Generated traffic.
     Generator(Box<GeneratorSource>),
     /// A capture replayed in a loop.
-    Pcap(PcapSource),
+    Pcap(Box<PcapSource>),
     /// DPDK rx nodes, one per port.
     #[cfg(feature = "dpdk")]
     Dpdk(Vec<pktvec::io::dpdk::DpdkRx>),
@@ -121,7 +121,7 @@ impl Input {
                 b.add(name, *g).set_next(name, GeneratorNext::Out, target);
             }
             Input::Pcap(p) => {
-                b.add(name, p).set_next(name, PcapSourceNext::Out, target);
+                b.add(name, *p).set_next(name, PcapSourceNext::Out, target);
             }
             #[cfg(feature = "dpdk")]
             Input::Dpdk(rxs) => {
@@ -167,11 +167,11 @@ impl CommonArgs {
         Ok(match &self.pcap_in {
             Some(p) => {
                 // An error if nothing in the file can be replayed (it names the link types).
-                let src = PcapSource::open(p)?;
+                let src = PcapSource::open(p).map_err(|e| e.to_string())?;
                 if let Some(warning) = src.capture().warning() {
                     eprintln!("{}: {warning}", p.display());
                 }
-                Input::Pcap(src.looping(true).with_limit(self.packets))
+                Input::Pcap(Box::new(src.looping(true).with_limit(self.packets)))
             }
             None => {
                 let src = GeneratorSource::new(gen()?).with_limit(self.packets);
@@ -228,6 +228,7 @@ pub fn run_and_report(
     let cpu_secs = cpu_start.elapsed().as_secs_f64();
     let rt = graph.runtime();
     let errors = graph.errors();
+    let created = graph.created();
     let c = graph.conservation();
     if args.json {
         let v = serde_json::json!({
@@ -239,6 +240,7 @@ pub fn run_and_report(
             "mpps_cpu": done as f64 / cpu_secs / 1e6,
             "runtime": rt,
             "errors": errors,
+            "created": created,
             "conservation": c,
             "ports": dpdk_io::json(graph, args),
         });
@@ -249,6 +251,9 @@ pub fn run_and_report(
         }
         println!("{rt}\n");
         println!("{errors}");
+        if !created.rows.is_empty() {
+            println!("packets made by nodes:\n{created}");
+        }
         println!(
             "{name}: {done} packets in {secs:.3} s: {:.2} Mpps ({:.2} Mpps per second of this thread's CPU time, {cpu_secs:.3} s)",
             done as f64 / secs / 1e6,

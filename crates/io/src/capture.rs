@@ -63,6 +63,7 @@ use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::TsResolution;
+use pktvec_graph::builtin::SourceError;
 use pktvec_graph::{next_nodes, Context, Frame, NoError, NoNext, Node, NodeKind};
 use pktvec_packet::{BufferMeta, NO_INTERFACE};
 use std::collections::BTreeMap;
@@ -909,9 +910,9 @@ next_nodes! {
 /// Block, so each of its interfaces arrives on its own rx interface), and its capture
 /// timestamp ([`packet_timestamp`]).
 ///
-/// When the buffer pool runs short the node produces fewer packets that poll and goes on
-/// from the first one it could not place at the next; such polls are counted in
-/// [`no_buffer`](Self::no_buffer). Nothing is lost, so nothing counts as dropped.
+/// Like a NIC whose receive ring has no buffers, it does not wait for the pool: packets it
+/// has no buffer for when polled are dropped, counted under "no buffer" in the graph's
+/// error counters and in [`no_buffer`](Self::no_buffer), and count towards the limit.
 ///
 /// ```
 /// use pktvec_graph::{builtin::NullSink, GraphBuilder, GraphConfig};
@@ -1042,8 +1043,7 @@ impl PcapSource {
         self.too_long
     }
 
-    /// Polls that got fewer buffers from the pool than packets they wanted to produce (the
-    /// packets left over come at the next poll).
+    /// Packets dropped because the pool had no buffer for them.
     pub fn no_buffer(&self) -> u64 {
         self.no_buffer
     }
@@ -1063,7 +1063,7 @@ impl PcapSource {
 
 impl Node for PcapSource {
     type Next = PcapSourceNext;
-    type Error = NoError;
+    type Error = SourceError;
     const KIND: NodeKind = NodeKind::Input;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
@@ -1073,7 +1073,7 @@ impl Node for PcapSource {
         }
         let mut want = cx.vector_size().min(frame.room());
         if let Some(limit) = self.limit {
-            want = want.min(limit.saturating_sub(self.produced) as usize);
+            want = want.min(limit.saturating_sub(self.produced + self.no_buffer) as usize);
         }
         if !self.looping {
             want = want.min(total.saturating_sub(self.pos));
@@ -1082,9 +1082,6 @@ impl Node for PcapSource {
             return;
         }
         let got = cx.alloc_into(frame, want);
-        if got < want {
-            self.no_buffer += 1;
-        }
         let start = frame.len() - got;
         for &bi in &frame.buffers()[start..] {
             let i = self.pos;
@@ -1108,6 +1105,17 @@ impl Node for PcapSource {
             }
         }
         self.produced += got as u64;
+        if got < want {
+            // The packets that found no buffer are lost, as on a NIC: skip them (`want`
+            // stayed within the capture when not looping).
+            let missing = want - got;
+            self.pos += missing;
+            if self.looping {
+                self.pos %= total;
+            }
+            self.no_buffer += missing as u64;
+            cx.drop_unreceived(SourceError::NoBuffer, missing as u64);
+        }
         cx.enqueue_all(frame, PcapSourceNext::Out);
     }
 }
