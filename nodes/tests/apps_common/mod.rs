@@ -114,7 +114,8 @@ pub fn add_pcap_inputs(b: &mut GraphBuilder, inputs: &[PathBuf], entry: &str) {
         let name = format!("rx{i}");
         b.add(
             name.as_str(),
-            PcapSource::open(p).unwrap().with_rx_interface(i as u16),
+            // `new`, not `open`: an interface may have an empty input file on purpose.
+            PcapSource::new(read_capture(p).unwrap()).with_rx_interface(i as u16),
         )
         .set_next(&name, PcapSourceNext::Out, entry);
     }
