@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::frame::Frame;
 use crate::node::{Node, NodeKind};
 use crate::runtime::{Pending, ReadyRing, Runtime};
-use crate::stats::{Conservation, ErrorRow, ErrorTable, NodeStats, RuntimeTable};
+use crate::stats::{Conservation, ErrorTable, NodeStats, RuntimeTable};
 use crate::trace::Trace;
 use crate::{clock, GraphConfig, GraphError, InputDrain};
 use pktvec_packet::{BufferPool, MetaFlags, Packet};
@@ -541,39 +541,13 @@ impl Graph {
 
     /// Drop counters by node and reason (VPP's `show errors`).
     pub fn errors(&self) -> ErrorTable {
-        ErrorTable {
-            rows: self
-                .rt
-                .error_counts
-                .iter()
-                .zip(&self.error_names)
-                .filter(|(&c, _)| c > 0)
-                .map(|(&count, (node, reason))| ErrorRow {
-                    count,
-                    node: node.clone(),
-                    reason: reason.clone(),
-                })
-                .collect(),
-        }
+        ErrorTable::from_counts(&self.rt.error_counts, &self.error_names)
     }
 
     /// Packets nodes made, by node and reason ([`Node::CREATED`]; non-zero rows only).
     /// `Display` prints it like [`errors`](Self::errors).
     pub fn created(&self) -> ErrorTable {
-        ErrorTable {
-            rows: self
-                .rt
-                .created_counts
-                .iter()
-                .zip(&self.created_names)
-                .filter(|(&c, _)| c > 0)
-                .map(|(&count, (node, reason))| ErrorRow {
-                    count,
-                    node: node.clone(),
-                    reason: reason.clone(),
-                })
-                .collect(),
-        }
+        ErrorTable::from_counts(&self.rt.created_counts, &self.created_names)
     }
 
     /// The (node, reason) of a graph-wide error index.

@@ -199,6 +199,22 @@ pub struct ErrorTable {
 }
 
 impl ErrorTable {
+    /// The non-zero counters, each with its (node, reason) by index.
+    pub(crate) fn from_counts(counts: &[u64], names: &[(String, String)]) -> Self {
+        ErrorTable {
+            rows: counts
+                .iter()
+                .zip(names)
+                .filter(|(&c, _)| c > 0)
+                .map(|(&count, (node, reason))| ErrorRow {
+                    count,
+                    node: node.clone(),
+                    reason: reason.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// Count for a node and reason (0 if none).
     pub fn count(&self, node: &str, reason: &str) -> u64 {
         self.rows
