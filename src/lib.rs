@@ -27,7 +27,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod perf;
+pub mod tune;
 
 pub use pktvec_batcher as batcher;
 pub use pktvec_graph as graph;

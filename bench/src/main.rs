@@ -1,0 +1,84 @@
+//! `pktvec-bench`: every pktvec measurement against its anchor (DPDK on the same machine in
+//! the same sitting, or the seed papers' figures), and the scoreboard that runs them all.
+//!
+//! ```text
+//! cargo run --release -p pktvec-bench -- --help
+//! cargo run --release -p pktvec-bench -- lpm4 --quick          # one area, under a minute
+//! cargo run --release -p pktvec-bench -- scoreboard             # the whole sitting, under one lock
+//! ```
+//!
+//! Each subcommand prints the CPU model and TSC rate it ran on, writes its results to
+//! `docs/results/data/<area>.json` (`--data-dir` elsewhere, `--no-save` nowhere) and its
+//! plot next to its page; `scoreboard` regenerates `docs/results/README.md` and every page's
+//! headline table from those files.
+
+use clap::{Parser, Subcommand};
+
+mod batcher;
+mod dispatch;
+mod dpdk_io;
+mod forwarders;
+mod hash;
+mod lpm4;
+mod lpm6;
+mod model;
+mod plot;
+mod prefetch;
+mod scoreboard;
+mod seed_figures;
+mod sitting;
+
+/// pktvec's benchmarks, each against its anchor, in one tool.
+#[derive(Parser)]
+#[command(name = "pktvec-bench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Graph dispatch overhead vs DPDK rte_graph (dpdk-test graph_perf_autotest)
+    Dispatch(dispatch::Args),
+    /// IPv4 LPM vs DPDK rte_lpm on real and generated route tables
+    Lpm4(lpm4::Args),
+    /// IPv6 LPM vs DPDK rte_lpm6
+    Lpm6(lpm6::Args),
+    /// Exact-match MAC hash vs DPDK rte_hash
+    Hash(hash::Args),
+    /// Gain of the prefetching 4/2/1 loop over pools in and beyond the caches
+    Prefetch(prefetch::Args),
+    /// The four forwarders (l2fwd, l3fwd, ndnfwd, cryptofwd): Mpps and cycles per packet
+    Forwarders(forwarders::Args),
+    /// Seed paper Figures 4-6: throughput against vector size B and sub-batch b
+    SeedFigures(seed_figures::Args),
+    /// DPDK ports: io forwarding through a graph vs testpmd's io loop, same process
+    DpdkIo(dpdk_io::Args),
+    /// Path-based batcher in front of l3fwd: off vs on, by traffic
+    Batcher(batcher::Args),
+    /// Overhead model: calibrate, predict, tune; prediction error and tuner quality
+    Model(model::Args),
+    /// Run every area in one sitting under one lock, then regenerate the scoreboard
+    Scoreboard(scoreboard::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Dispatch(a) => dispatch::run(a),
+        Cmd::Lpm4(a) => lpm4::run(a),
+        Cmd::Lpm6(a) => lpm6::run(a),
+        Cmd::Hash(a) => hash::run(a),
+        Cmd::Prefetch(a) => prefetch::run(a),
+        Cmd::Forwarders(a) => forwarders::run(a),
+        Cmd::SeedFigures(a) => seed_figures::run(a),
+        Cmd::DpdkIo(a) => dpdk_io::run(a),
+        Cmd::Batcher(a) => batcher::run(a),
+        Cmd::Model(a) => model::run(a),
+        Cmd::Scoreboard(a) => scoreboard::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("pktvec-bench: {e}");
+        std::process::exit(1);
+    }
+}

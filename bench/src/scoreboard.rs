@@ -1,0 +1,353 @@
+//! The scoreboard: runs every area in one sitting under one lock (each in a fresh process of
+//! this tool), then regenerates `docs/results/README.md` and the headline table of every
+//! results page from the data files. `--render-only` regenerates without measuring.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::sitting::{Common, Headline, Record, Sitting};
+
+/// Every area, in the order the sitting runs them and the scoreboard lists them.
+pub const AREAS: [&str; 10] = [
+    "dispatch",
+    "prefetch",
+    "lpm4",
+    "lpm6",
+    "hash",
+    "forwarders",
+    "seed-figures",
+    "dpdk-io",
+    "batcher",
+    "model",
+];
+
+/// Options of `scoreboard`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Regenerate the README and the pages' tables from the data files; measure nothing
+    #[arg(long)]
+    render_only: bool,
+    /// Run only these areas (comma-separated), then regenerate from all data files
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Skip these areas (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+}
+
+/// Runs the sitting (unless `--render-only`), then renders.
+pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    for a in args.only.iter().chain(&args.skip) {
+        if !AREAS.contains(&a.as_str()) {
+            return Err(format!("unknown area {a:?} (areas: {})", AREAS.join(", ")).into());
+        }
+    }
+    let mut failed = Vec::new();
+    if !args.render_only {
+        let sitting = Sitting::begin("scoreboard", "every area in one sitting", "README.md", &args.common)?;
+        let exe = std::env::current_exe()?;
+        for area in AREAS {
+            if (!args.only.is_empty() && !args.only.iter().any(|a| a == area))
+                || args.skip.iter().any(|a| a == area)
+            {
+                continue;
+            }
+            println!("\n===== {area} =====");
+            let mut cmd = Command::new(&exe);
+            cmd.arg(area).arg("--lock").arg("").arg("--data-dir").arg(&args.common.data_dir);
+            if args.common.quick {
+                cmd.arg("--quick");
+            }
+            if args.common.no_save {
+                cmd.arg("--no-save");
+            }
+            let status = cmd.status()?;
+            if !status.success() {
+                eprintln!("scoreboard: {area} failed ({status})");
+                failed.push(area);
+            }
+        }
+        drop(sitting);
+    }
+    if !args.common.no_save {
+        let written = render(&args.common.data_dir)?;
+        for p in written {
+            println!("wrote {}", p.display());
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("areas that failed: {}", failed.join(", ")).into())
+    }
+}
+
+/// The headline rows as a plain-text table for the terminal.
+pub fn text_table(rows: &[Headline]) -> String {
+    let mut s = String::new();
+    let w = rows.iter().map(|r| r.case.len()).max().unwrap_or(4).max(4);
+    let wa = rows.iter().map(|r| r.anchor_name.len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(s, "{:<w$}  {:>12}  {:<wa$}  {:>12}  {:>8}  target", "case", "pktvec", "anchor", "", "ratio");
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:>12}  {:<wa$}  {:>12}  {:>7.2}×  {}",
+            r.case,
+            value(r.pktvec),
+            r.anchor_name,
+            value(r.anchor),
+            r.ratio,
+            target(r)
+        );
+    }
+    s
+}
+
+fn value(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn target(r: &Headline) -> String {
+    match (r.target, r.met()) {
+        (Some(t), Some(true)) => format!("≥ {t}×: met"),
+        (Some(t), _) => format!("≥ {t}×: **not met**"),
+        _ => String::new(),
+    }
+}
+
+/// A markdown table of one area's headline rows.
+pub fn markdown_table(record: &Record) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| case | pktvec | anchor | anchor's | ratio | target |");
+    let _ = writeln!(s, "|---|---:|---|---:|---:|---|");
+    for r in &record.headline {
+        let _ = writeln!(
+            s,
+            "| {} | {} {} | {} | {} | **{:.2}×** | {} |",
+            r.case,
+            value(r.pktvec),
+            r.unit,
+            r.anchor_name,
+            value(r.anchor),
+            r.ratio,
+            target(r)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{}, TSC {:.3} GHz, {} UTC{}; `{}` ({:.0} s).",
+        record.machine.cpu_model,
+        record.machine.tsc_ghz,
+        record.machine.date,
+        if record.quick { ", **quick run**" } else { "" },
+        record.command,
+        record.seconds
+    );
+    s
+}
+
+fn load_all(data_dir: &Path) -> Vec<Record> {
+    AREAS
+        .iter()
+        .filter_map(|a| Record::load(&data_dir.join(format!("{a}.json"))).ok())
+        .collect()
+}
+
+/// Writes `<data-dir>/../README.md` and refreshes every page's marked headline table.
+pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
+    let records = load_all(data_dir);
+    let results = data_dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut written = Vec::new();
+
+    let mut s = String::new();
+    let _ = writeln!(s, "# Results: pktvec against its anchors\n");
+    let _ = writeln!(
+        s,
+        "<!-- generated by `cargo run --release -p pktvec-bench -- scoreboard` from data/*.json; do not edit -->\n"
+    );
+    let _ = writeln!(
+        s,
+        "Every headline figure, each against the anchor it is measured with on the same machine in \
+         the same sitting (DPDK 22.11's libraries and tools) or against the seed paper's reported \
+         figure. Ratio = how many times better pktvec is (anchor ÷ pktvec for costs, pktvec ÷ \
+         anchor for rates and gains); > 1 favours pktvec. Regenerate the whole page in one sitting:\n"
+    );
+    let _ = writeln!(s, "```sh\ncargo run --release -p pktvec-bench -- scoreboard\n```\n");
+    let _ = writeln!(
+        s,
+        "| area | case | pktvec | anchor | anchor's | ratio | target | CPU, date |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---|---:|---:|---|---|");
+    for rec in &records {
+        for (i, r) in rec.headline.iter().enumerate() {
+            let area = if i == 0 {
+                format!("[{}]({})", rec.title, rec.page)
+            } else {
+                String::new()
+            };
+            let when = if i == 0 {
+                format!(
+                    "{}, {}{}",
+                    rec.machine.cpu_model,
+                    &rec.machine.date[..10.min(rec.machine.date.len())],
+                    if rec.quick { " (quick)" } else { "" }
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "| {area} | {} | {} {} | {} | {} | **{:.2}×** | {} | {when} |",
+                r.case,
+                value(r.pktvec),
+                r.unit,
+                r.anchor_name,
+                value(r.anchor),
+                r.ratio,
+                target(r)
+            );
+        }
+    }
+    let missing: Vec<&str> = AREAS
+        .iter()
+        .copied()
+        .filter(|a| !records.iter().any(|r| r.area == *a))
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(s, "\nNot measured in this sitting: {}.", missing.join(", "));
+    }
+    let _ = writeln!(s, "\n## Machines\n");
+    let mut machines: Vec<String> = records
+        .iter()
+        .map(|r| {
+            format!(
+                "- {}: {} CPUs, TSC {:.3} GHz, {}, DPDK {}",
+                r.machine.cpu_model,
+                r.machine.cpus,
+                r.machine.tsc_ghz,
+                if r.machine.rtm { "RTM" } else { "no RTM" },
+                r.machine.dpdk.as_deref().unwrap_or("not installed")
+            )
+        })
+        .collect();
+    machines.dedup();
+    for m in machines {
+        let _ = writeln!(s, "{m}");
+    }
+    let _ = writeln!(s, "\n## Areas\n");
+    for rec in &records {
+        let _ = writeln!(
+            s,
+            "- [{}]({}): `{}` ({:.0} s, {})",
+            rec.title, rec.page, rec.command, rec.seconds, rec.machine.date
+        );
+    }
+    let readme = results.join("README.md");
+    std::fs::write(&readme, s).map_err(|e| format!("{}: {e}", readme.display()))?;
+    written.push(readme);
+
+    // the pages' headline tables, between `<!-- headline: AREA -->` and `<!-- end headline -->`
+    if let Ok(dir) = std::fs::read_dir(&results) {
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "md") && path.file_name() != Some("README.md".as_ref()) {
+                let text = std::fs::read_to_string(&path)?;
+                let new = refresh_page(&text, &records);
+                if new != text {
+                    std::fs::write(&path, new)?;
+                    written.push(path);
+                }
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// Replaces each marked block with the area's current table (a block whose area has no
+/// data file is left as it is).
+pub fn refresh_page(text: &str, records: &[Record]) -> String {
+    const END: &str = "<!-- end headline -->";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("<!-- headline: ") {
+        let after = &rest[i..];
+        let Some(close) = after.find("-->") else { break };
+        let area = after["<!-- headline: ".len()..close].trim();
+        let Some(end) = after.find(END) else { break };
+        out.push_str(&rest[..i]);
+        match records.iter().find(|r| r.area == area) {
+            Some(rec) => {
+                out.push_str(&after[..close + 3]);
+                out.push('\n');
+                out.push_str(&markdown_table(rec));
+                out.push_str(END);
+            }
+            None => out.push_str(&after[..end + END.len()]),
+        }
+        rest = &after[end + END.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sitting::Machine;
+
+    fn record(area: &str) -> Record {
+        Record {
+            area: area.into(),
+            title: "IPv4 LPM vs rte_lpm".into(),
+            page: "lookup-tables.md".into(),
+            machine: Machine {
+                cpu_model: "AMD EPYC".into(),
+                cpus: 2,
+                tsc_ghz: 2.6,
+                rtm: false,
+                dpdk: Some("22.11.11".into()),
+                date: "2026-11-26 23:00".into(),
+            },
+            command: "cargo run --release -p pktvec-bench -- lpm4".into(),
+            quick: false,
+            seconds: 60.0,
+            headline: vec![Headline::cost("tier1", "cycles/lookup", 9.0, "rte_lpm_lookup_bulk", 20.0).target(2.0)],
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_marked_block_is_replaced_and_the_rest_kept() {
+        let page = "# t\n\n<!-- headline: lpm4 -->\nold\n<!-- end headline -->\n\nprose\n<!-- headline: hash -->\nkept\n<!-- end headline -->\n";
+        let new = refresh_page(page, &[record("lpm4")]);
+        assert!(new.contains("| tier1 | 9.00 cycles/lookup | rte_lpm_lookup_bulk | 20.0 | **2.22×** | ≥ 2×: met |"));
+        assert!(!new.contains("old"));
+        assert!(new.contains("kept"));
+        assert!(new.ends_with("prose\n<!-- headline: hash -->\nkept\n<!-- end headline -->\n"));
+        // idempotent
+        assert_eq!(refresh_page(&new, &[record("lpm4")]), new);
+    }
+
+    #[test]
+    fn the_readme_lists_every_row_with_its_machine() {
+        let dir = std::env::temp_dir().join(format!("pktvec-scoreboard-{}", std::process::id()));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("lpm4.json"), serde_json::to_string(&record("lpm4")).unwrap()).unwrap();
+        render(&data).unwrap();
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(readme.contains("| [IPv4 LPM vs rte_lpm](lookup-tables.md) | tier1 |"));
+        assert!(readme.contains("AMD EPYC, 2026-11-26"));
+        assert!(readme.contains("Not measured in this sitting: dispatch, prefetch"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,336 @@
+//! What every measurement shares: the command-line options common to all subcommands, the
+//! machine it ran on, the lock that keeps one benchmark at a time, and the data file it
+//! leaves (`docs/results/data/<area>.json`), whose headline rows the scoreboard collects.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// Options every subcommand takes.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// A short run (under a minute) that checks the harness end to end; its figures are
+    /// noisy and not for publishing
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory of the data files: the results go to <DATA_DIR>/<area>.json, plots next to them
+    #[arg(long, default_value_os_t = default_data_dir())]
+    pub data_dir: PathBuf,
+    /// Print only; write no data file or plot
+    #[arg(long)]
+    pub no_save: bool,
+    /// Hold this lock file while measuring, so that one benchmark runs at a time ("" for none)
+    #[arg(long, default_value = "/tmp/pktvec-bench.lock")]
+    pub lock: String,
+}
+
+/// `docs/results/data` of this checkout.
+pub fn default_data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/data")
+}
+
+/// The machine a sitting ran on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Machine {
+    /// `model name` of /proc/cpuinfo (what `lscpu` prints as "Model name").
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// Measured TSC rate, GHz.
+    pub tsc_ghz: f64,
+    /// Whether the CPU has Intel's restricted transactional memory (RTM).
+    pub rtm: bool,
+    /// `pkg-config --modversion libdpdk`, if DPDK is installed.
+    pub dpdk: Option<String>,
+    /// UTC date and time the sitting began, `YYYY-MM-DD HH:MM`.
+    pub date: String,
+}
+
+impl Machine {
+    /// Reads the machine's description (and measures the TSC rate).
+    pub fn this() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+            .map(|(_, m)| m.trim().to_string())
+            .unwrap_or_else(|| "unknown CPU".into());
+        let rtm = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("flags"))
+            .is_some_and(|l| l.split_whitespace().any(|f| f == "rtm"));
+        let dpdk = std::process::Command::new("pkg-config")
+            .args(["--modversion", "libdpdk"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        Machine {
+            cpu_model,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tsc_ghz: pktvec::graph::clock::tsc_hz() / 1e9,
+            rtm,
+            dpdk,
+            date: utc_now(),
+        }
+    }
+
+    /// One line for the top of a run's output.
+    pub fn line(&self) -> String {
+        format!(
+            "machine: {} ({} CPUs, TSC {:.3} GHz{}), DPDK {}, {} UTC",
+            self.cpu_model,
+            self.cpus,
+            self.tsc_ghz,
+            if self.rtm { ", RTM" } else { ", no RTM" },
+            self.dpdk.as_deref().unwrap_or("not installed"),
+            self.date
+        )
+    }
+}
+
+/// UTC now as `YYYY-MM-DD HH:MM` (civil-from-days, no time crate needed).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}", rem / 3600, rem % 3600 / 60)
+}
+
+/// One headline figure: pktvec against its anchor on one case.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Headline {
+    /// The case, as a reader names it ("tier1, 901,899 real prefixes").
+    pub case: String,
+    /// Unit of the two values ("cycles/lookup", "Mpps", "% gain").
+    pub unit: String,
+    /// pktvec's value.
+    pub pktvec: f64,
+    /// What pktvec is set against ("rte_lpm_lookup_bulk", "seed 000 Fig. 4").
+    pub anchor_name: String,
+    /// The anchor's value.
+    pub anchor: f64,
+    /// Whether a lower value is better (cycles) or a higher one (Mpps, gain).
+    pub lower_is_better: bool,
+    /// How many times better pktvec is: anchor/pktvec for costs, pktvec/anchor for rates.
+    pub ratio: f64,
+    /// The ratio the project aims for, if it has one.
+    pub target: Option<f64>,
+}
+
+impl Headline {
+    /// A cost (cycles, nanoseconds): ratio = anchor / pktvec.
+    pub fn cost(case: &str, unit: &str, pktvec: f64, anchor_name: &str, anchor: f64) -> Headline {
+        Headline {
+            case: case.into(),
+            unit: unit.into(),
+            pktvec,
+            anchor_name: anchor_name.into(),
+            anchor,
+            lower_is_better: true,
+            ratio: anchor / pktvec,
+            target: None,
+        }
+    }
+
+    /// A rate or a gain (Mpps, %): ratio = pktvec / anchor.
+    pub fn rate(case: &str, unit: &str, pktvec: f64, anchor_name: &str, anchor: f64) -> Headline {
+        Headline {
+            lower_is_better: false,
+            ratio: pktvec / anchor,
+            ..Headline::cost(case, unit, pktvec, anchor_name, anchor)
+        }
+    }
+
+    /// The same row with a target ratio.
+    pub fn target(mut self, target: f64) -> Headline {
+        self.target = Some(target);
+        self
+    }
+
+    /// Whether the target (if any) is met.
+    pub fn met(&self) -> Option<bool> {
+        self.target.map(|t| self.ratio >= t)
+    }
+}
+
+/// What a subcommand leaves in `<data-dir>/<area>.json`.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Record {
+    /// The subcommand ("lpm4").
+    pub area: String,
+    /// What it measures, for the scoreboard ("IPv4 LPM vs rte_lpm").
+    pub title: String,
+    /// The results page that explains it (file name under docs/results/).
+    pub page: String,
+    /// The machine and date.
+    pub machine: Machine,
+    /// The command that produced this file.
+    pub command: String,
+    /// Whether it was a `--quick` run.
+    pub quick: bool,
+    /// Wall-clock seconds the measurement took.
+    pub seconds: f64,
+    /// The headline rows.
+    pub headline: Vec<Headline>,
+    /// Everything else the page's tables and plots need.
+    pub detail: serde_json::Value,
+}
+
+impl Record {
+    /// Reads one data file.
+    pub fn load(path: &Path) -> Result<Record, Box<dyn std::error::Error>> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+    }
+}
+
+/// A measurement in progress: holds the lock, knows the machine and the start time.
+pub struct Sitting {
+    area: &'static str,
+    title: &'static str,
+    page: &'static str,
+    common: Common,
+    /// The machine, read when the sitting began.
+    pub machine: Machine,
+    start: Instant,
+    _lock: Option<File>,
+}
+
+impl Sitting {
+    /// Takes the lock (waiting for whoever holds it), prints the machine line.
+    pub fn begin(
+        area: &'static str,
+        title: &'static str,
+        page: &'static str,
+        common: &Common,
+    ) -> Result<Sitting, Box<dyn std::error::Error>> {
+        let lock = if common.lock.is_empty() {
+            None
+        } else {
+            let f = File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&common.lock)
+                .map_err(|e| format!("lock {}: {e}", common.lock))?;
+            if f.try_lock().is_err() {
+                eprintln!("waiting for {} (another benchmark holds it)", common.lock);
+                f.lock().map_err(|e| format!("lock {}: {e}", common.lock))?;
+            }
+            Some(f)
+        };
+        let machine = Machine::this();
+        println!("{area}: {title}{}", if common.quick { " (--quick)" } else { "" });
+        println!("{}", machine.line());
+        Ok(Sitting {
+            area,
+            title,
+            page,
+            common: common.clone(),
+            machine,
+            start: Instant::now(),
+            _lock: lock,
+        })
+    }
+
+    /// Whether this is a `--quick` run.
+    pub fn quick(&self) -> bool {
+        self.common.quick
+    }
+
+    /// Where this area's extra plots go (`None` with `--no-save`): `<data-dir>/<area>-<what>.svg`.
+    pub fn plot_path(&self, what: &str) -> Option<PathBuf> {
+        (!self.common.no_save).then(|| {
+            let name = if what.is_empty() {
+                format!("{}.svg", self.area)
+            } else {
+                format!("{}-{what}.svg", self.area)
+            };
+            self.common.data_dir.join(name)
+        })
+    }
+
+    /// Prints the headline table, writes the data file and the ratio plot; returns the record.
+    pub fn finish(
+        self,
+        headline: Vec<Headline>,
+        detail: serde_json::Value,
+    ) -> Result<Record, Box<dyn std::error::Error>> {
+        let record = Record {
+            area: self.area.into(),
+            title: self.title.into(),
+            page: self.page.into(),
+            machine: self.machine.clone(),
+            command: command_line(),
+            quick: self.common.quick,
+            seconds: self.start.elapsed().as_secs_f64(),
+            headline,
+            detail,
+        };
+        println!();
+        print!("{}", crate::scoreboard::text_table(&record.headline));
+        if !self.common.no_save {
+            std::fs::create_dir_all(&self.common.data_dir)
+                .map_err(|e| format!("{}: {e}", self.common.data_dir.display()))?;
+            let path = self.common.data_dir.join(format!("{}.json", self.area));
+            std::fs::write(&path, serde_json::to_string_pretty(&record)? + "\n")
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if let Some(svg) = self.plot_path("") {
+                crate::plot::ratios(&svg, &record)?;
+            }
+            println!("wrote {}", path.display());
+        }
+        Ok(record)
+    }
+}
+
+/// This process's command line as a user would type it.
+pub fn command_line() -> String {
+    let mut args = std::env::args();
+    let _ = args.next();
+    let rest: Vec<String> = args
+        .map(|a| {
+            if a.contains(' ') || a.is_empty() {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect();
+    format!("cargo run --release -p pktvec-bench -- {}", rest.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_read_as_times_better() {
+        let c = Headline::cost("t", "cycles", 10.0, "dpdk", 25.0).target(2.0);
+        assert_eq!(c.ratio, 2.5);
+        assert_eq!(c.met(), Some(true));
+        let r = Headline::rate("t", "Mpps", 10.0, "dpdk", 25.0);
+        assert_eq!(r.ratio, 0.4);
+        assert_eq!(r.met(), None);
+    }
+
+    #[test]
+    fn utc_dates_are_civil() {
+        let d = utc_now();
+        assert_eq!(d.len(), 16);
+        assert!(d.starts_with("20"));
+    }
+}

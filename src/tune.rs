@@ -1,0 +1,1 @@
+//! Letting the overhead model tune a user's graph (placeholder: being moved here from the examples).
