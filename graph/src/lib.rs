@@ -136,7 +136,7 @@ pub struct GraphConfig {
 /// 48 KiB L1. Running each input's packets before polling the next keeps one vector in
 /// flight; a whole vector gains nothing from waiting for another input's packets. Measured
 /// on io forwarding between two DPDK `net_null` ports at vectors of 256
-/// (`docs/results/dpdk.md`, session 14): [`InputDrain::WhenFull`] takes the simulated L1D
+/// (`docs/results/dpdk-io.md`): [`InputDrain::WhenFull`] takes the simulated L1D
 /// misses from 3.6 to 1.1 a packet at the same instruction count, and the cycles a packet
 /// from 1.18× testpmd's io loop to 1.10× (1.81× to 1.55× when every packet goes through
 /// the buffer pool).

@@ -443,7 +443,7 @@ fn both_object_layouts_forward_without_leaks() {
     // IOVA-as-VA, so the default is packed. (The standard layout has no fallback: a small
     // pool, 256 mbufs, so that the EAL's memory, fragmented by the tests that ran before in
     // this process, holds it in one piece; with 1,024 mbufs it failed in about one run of
-    // four once session 12 added six tests, whatever the EAL's -m.)
+    // four once six more tests ran before it, whatever the EAL's -m.)
     let standard = null_forwarding(256, ObjectLayout::Standard, "net_null15", "net_null16");
     let packed = null_forwarding(1024, ObjectLayout::Packed, "net_null17", "net_null18");
     assert_eq!(standard % 4096, 0, "one object per page: {standard}");

@@ -95,7 +95,7 @@ pub fn fit_node(samples: &[Sample]) -> Node {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SpanRule {
     /// The smallest squared error over the sub-batch samples, keeping the seeds' form unless
-    /// a span is 5% better (session 6).
+    /// a span is 5% better.
     #[default]
     PreferSeeds,
     /// The smallest leave-one-out error: each sub-batch sample predicted from a fit of the

@@ -470,7 +470,7 @@ pub fn call_events(orders: &[LineOrder]) -> Vec<usize> {
 /// 16-wide body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SizeRule {
-    /// Session 8 (no small family): 1 narrow, 2–3 dual, 4–96 wide, > 96 huge.
+    /// Without a small family: 1 narrow, 2–3 dual, 4–96 wide, > 96 huge.
     Session8,
     /// Calls of 4–15 packets run the small family's lines as measured; others as
     /// [`SizeRule::Session8`].
@@ -539,7 +539,7 @@ impl SizeRule {
     pub const WIDTH: usize = 4;
 
     /// Which line set a call of `n` packets runs, given the families measured (a missing one
-    /// falls back as session 8 did: dual → narrow, huge → wide, small → the others).
+    /// falls back as without a small family: dual → narrow, huge → wide, small → the others).
     ///
     /// ```
     /// use pktvec_model::icache::{CallLines, Families, SizeRule, Tail};
@@ -847,7 +847,7 @@ mod tests {
                     assert_eq!(got, want, "n = {n}");
                 }
             }
-            // Without the small family every rule is session 8's.
+            // Without the small family every rule is the no-small-family one.
             let no_small = Families {
                 small: false,
                 ..all

@@ -192,7 +192,7 @@ pub fn batcher_queues(paths: &[Path], elephant_share: Option<f64>) -> Vec<(f64, 
 ///   prefetch width (the 4-wide loop does not run); a share `code_miss_ratio` of those
 ///   lines misses (1 when the code between two calls of the node far exceeds the L1i,
 ///   small when it nearly fits: calibrated per L1i size). With a capacity
-///   (`l1i_bytes` > 0 and `code_capacity` > 0, session 6) the ratio is one for all L1i
+///   (`l1i_bytes` > 0 and `code_capacity` > 0) the ratio is one for all L1i
 ///   sizes and the fetched lines are scaled by the share of the code footprint F (the code
 ///   a round of vectors runs, [`code_footprint`]) that does not fit:
 ///   max(0, 1 − `code_capacity` × `l1i_bytes` / F) — a hot loop whose code fits the L1i
