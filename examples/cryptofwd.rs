@@ -1,5 +1,5 @@
 //! `cryptofwd`: L2 forwarding with authenticated encryption of every payload, like DPDK's
-//! `l2fwd-crypto` — the compute-bound contrast to the lookup-bound forwarders.
+//! `l2fwd-crypto`: the compute-bound contrast to the lookup-bound forwarders.
 //!
 //! ```text
 //! cargo run --release --example cryptofwd                        # built-in traffic, AES-128-GCM
@@ -12,11 +12,12 @@
 mod common;
 
 use clap::{Parser, ValueEnum};
-use common::{add_tx, run_and_report, CommonArgs};
+use common::{exit_code, CommonArgs, Error};
 use pktvec::graph::GraphBuilder;
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::cryptofwd::{Cryptofwd, CryptofwdConfig};
 use pktvec::nodes::crypto::Cipher;
+use std::process::ExitCode;
 
 const PROFILE: &str = r#"
 # 64-byte IPv4/UDP frames, 1024 flows.
@@ -48,8 +49,11 @@ struct Cli {
     verify: bool,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    exit_code(run(Cli::parse()))
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
     let args = &cli.common;
     let app = Cryptofwd::new(CryptofwdConfig {
         cipher: match cli.cipher {
@@ -61,12 +65,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..CryptofwdConfig::default()
     })?;
     let profile = args.profile(PROFILE)?;
-    let input = args.input(|| Ok(Generator::builder(profile).build()?))?;
+    let ports = args.ports()?;
+    let pcap = args.pcap_input()?;
+    let input = args.input(&ports, pcap, || Ok(Generator::builder(profile).build()?))?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b)?;
-    add_tx(&mut b, &nodes.output_to_tx.to, args)?;
-    let mut graph = b.build(args.pool()?)?;
-    run_and_report("cryptofwd", &mut graph, args)
+    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    let mut graph = b.build(args.pool(&ports)?)?;
+    args.run("cryptofwd", &mut graph, &ports)?;
+    Ok(())
 }

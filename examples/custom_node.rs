@@ -1,20 +1,22 @@
 //! Writing your own node: a graph of built-in nodes plus one user node in safe Rust.
 //!
 //! ```text
-//! cargo run --release --example custom_node            # 1M packets
+//! cargo run --release --example custom_node            # 200,000 packets
 //! cargo run --release --example custom_node -- 5000000 # any count
 //! ```
 //!
 //! Graph: `source` (built-in, replays generated packets) → `ip4-ttl` (the user node below:
 //! checks Ethernet + IPv4, decrements the TTL with an incremental checksum update) →
 //! `tx` (built-in null sink); drops go to the built-in `drop` node with a counted reason.
-//! Prints a progress line, the runtime table (`show runtime`), the error counters
-//! (`show errors`), the trace of the first packets (`show trace`) and the conservation check.
+//! `pktvec::app::Run` runs it and prints the trace of the first packets (`show trace`),
+//! the runtime table (`show runtime`), the error counters (`show errors`) and the
+//! conservation check.
 
+use pktvec::app::{exit_code, Error, Run};
 use pktvec::packet::wire::{parse_l2, EtherType, Ipv4Packet, MacAddr};
 use pktvec::prelude::*;
 use std::net::Ipv4Addr;
-use std::time::Instant;
+use std::process::ExitCode;
 
 // ---- the user node: a few dozen lines ------------------------------------------------
 
@@ -69,29 +71,20 @@ impl Node for Ip4Ttl {
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
         use std::fmt::Write;
-        match parse_l2(pkt.data())
-            .ok()
-            .and_then(|l2| Ipv4Packet::new_checked(pkt.data().get(l2.l3_offset as usize..)?).ok())
-        {
-            Some(ip) => {
-                let _ = write!(
-                    out,
-                    "IP4: {} -> {} ttl {} len {} checksum {:#06x}",
-                    ip.src_addr(),
-                    ip.dst_addr(),
-                    ip.ttl(),
-                    ip.total_len(),
-                    ip.checksum()
-                );
-            }
-            None => {
-                let _ = write!(out, "not an IPv4 frame, {} bytes", pkt.len());
-            }
-        }
+        let l2 = parse_l2(pkt.data()).ok();
+        let l3 = l2.and_then(|l2| pkt.data().get(l2.l3_offset as usize..));
+        let _ = match l3.and_then(|d| Ipv4Packet::new_checked(d).ok()) {
+            Some(ip) => write!(
+                out,
+                "IP4: {} -> {} ttl {}",
+                ip.src_addr(),
+                ip.dst_addr(),
+                ip.ttl()
+            ),
+            None => write!(out, "not an IPv4 frame, {} bytes", pkt.len()),
+        };
     }
 }
-
-// ---- traffic and graph ------------------------------------------------------------------
 
 fn traffic() -> Vec<Vec<u8>> {
     let a: MacAddr = [0x02, 0, 0, 0, 0, 1].into();
@@ -131,10 +124,14 @@ fn traffic() -> Vec<Vec<u8>> {
     pkts
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    exit_code(run())
+}
+
+fn run() -> Result<(), Error> {
     let count: u64 = match std::env::args().nth(1) {
         Some(s) => s.parse().map_err(|e| format!("packet count {s:?}: {e}"))?,
-        None => 1_000_000,
+        None => 200_000,
     };
     let mut b = GraphBuilder::new(GraphConfig::default());
     b.add("source", PacketSource::new(traffic()).with_limit(count))
@@ -142,44 +139,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .add("tx", NullSink)
         .set_next("source", SourceNext::Out, "ip4-ttl");
     let mut graph = b.build(BufferPool::new(PoolConfig::default())?)?;
-
-    graph.trace_add(4);
-    let start = Instant::now();
-    let mut last = Instant::now();
-    let mut done = 0u64;
-    loop {
-        let n = graph.run_once();
-        done += n;
-        if n == 0 {
-            break;
-        }
-        if last.elapsed().as_secs_f64() >= 0.5 {
-            last = Instant::now();
-            eprintln!(
-                "  {done:>10} / {count} packets, {:.2} Mpps",
-                done as f64 / start.elapsed().as_secs_f64() / 1e6
-            );
-        }
-        if graph.trace().is_active() {
-            // The first turn traced the first packets; stop paying for tracing now.
-            let trace = graph.trace().to_string();
-            graph.trace_clear();
-            println!("{trace}");
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!("{}", graph.runtime());
-    println!();
-    println!("{}", graph.errors());
-    println!(
-        "{done} packets in {:.3} s: {:.2} Mpps",
-        secs,
-        done as f64 / secs / 1e6
-    );
-    let c = graph.conservation();
-    println!("conservation: {c}");
-    if !c.is_balanced() || graph.pool().in_use() != 0 {
-        return Err("packets were lost".into());
-    }
-    Ok(())
+    // Runs until the source is done: trace of the first 4 packets, `show runtime`,
+    // `show errors`, the rate and the conservation check.
+    let report = Run::new("custom_node")
+        .trace(4)
+        .progress(count)
+        .run(&mut graph);
+    println!("{report}");
+    report.check()
 }

@@ -1,8 +1,8 @@
-//! `ndnfwd`: an NDN forwarder — `ethernet-input → ndn-lookup → interface-output`: longest
-//! name-prefix match of Interests in a hash FIB (seed 000's NDN application).
+//! `ndnfwd`: an NDN forwarder, `ethernet-input → ndn-lookup → interface-output`: longest
+//! name-prefix match of Interests in a hash FIB.
 //!
 //! ```text
-//! cargo run --release --example ndnfwd                      # 100k generated name prefixes
+//! cargo run --release --example ndnfwd                      # 20,000 generated name prefixes
 //! cargo run --release --example ndnfwd -- --names ../shared/data/names/hsts-preload-domains.tsv.xz
 //! ```
 //! FIB prefixes are domain names turned into NDN names (`www.example.com` →
@@ -13,11 +13,11 @@
 mod common;
 
 use clap::Parser;
-use common::{add_tx, run_and_report, CommonArgs};
+use common::{exit_code, CommonArgs, Error};
 use pktvec::graph::GraphBuilder;
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
-use std::time::Instant;
+use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
 #[command(about = "NDN name-prefix forwarder on a pktvec graph")]
@@ -28,40 +28,41 @@ struct Cli {
     #[arg(long)]
     names: Option<std::path::PathBuf>,
     /// Generated name prefixes when no file is given.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 20_000)]
     name_count: usize,
     /// Output interfaces.
     #[arg(long, default_value_t = 4)]
     ports: u32,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let cli = Cli::parse();
+fn main() -> ExitCode {
+    exit_code(run(Cli::parse()))
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
     let args = &cli.common;
-    let t0 = Instant::now();
     let app = Ndnfwd::new(NdnfwdConfig {
         ports: cli.ports,
         names: cli.names.clone(),
         name_count: cli.name_count,
         ..NdnfwdConfig::default()
     })?;
-    if !args.json {
-        eprintln!(
-            "ndnfwd: {} name prefixes in the FIB, built in {:.2} s",
-            app.fib().len(),
-            t0.elapsed().as_secs_f64()
-        );
-    }
     let names = app.interest_names();
     let flows = names.len().clamp(1, 1 << 16);
     let profile = args.profile(&format!(
         "[mix]\nipv4 = 0.0\nndn = 1.0\n[flows]\ncount = {flows}\n[sizes]\nfixed = 64\n"
     ))?;
-    let input = args.input(|| Ok(Generator::builder(profile).names(names).build()?))?;
+    let ports = args.ports()?;
+    let pcap = args.pcap_input()?;
+    let input = args.input(&ports, pcap, || {
+        Ok(Generator::builder(profile).names(names).build()?)
+    })?;
+
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b);
-    add_tx(&mut b, &nodes.output_to_tx.to, args)?;
-    let mut graph = b.build(args.pool()?)?;
-    run_and_report("ndnfwd", &mut graph, args)
+    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    let mut graph = b.build(args.pool(&ports)?)?;
+    args.run("ndnfwd", &mut graph, &ports)?;
+    Ok(())
 }
