@@ -3,15 +3,25 @@
 //! Vector packet processing in the style of FD.io VPP: a graph of nodes processes vectors
 //! of buffer indices with 4/2/1-wide prefetching loops.
 //!
-//! This crate is the facade: it re-exports the member crates.
+//! This crate is the facade: it re-exports the member crates and adds what a program
+//! built on them needs.
 //!
 //! | module | crate | holds |
 //! |---|---|---|
 //! | [`packet`] | `pktvec-packet` | buffer pool, per-buffer metadata, zero-copy header views, packet builder |
 //! | [`graph`] | `pktvec-graph` | nodes, frames, graph builder, dispatcher, loop helpers, runtime stats, trace, capture |
-//! | [`io`] | `pktvec-io` | pcap/pcapng replay and capture, traffic generator and profiles, counting sink |
-//! | [`nodes`] | `pktvec-nodes` | protocol nodes: ethernet-input, ip4/ip6 input and rewrite, arp-input, interface-output |
+//! | [`io`] | `pktvec-io` | pcap/pcapng replay and capture, traffic generator and profiles, counting sink, DPDK ports (feature `dpdk`) |
+//! | [`nodes`] | `pktvec-nodes` | protocol nodes (ethernet-input, ip4/ip6 input and rewrite, arp-input, interface-output, ...) and the forwarders of [`nodes::apps`] |
 //! | [`lookup`] | `pktvec-lookup` | IPv4/IPv6 LPM, prefetchable exact-match hash, route tables |
+//! | [`batcher`] | `pktvec-batcher` | path-based packet batcher: programmable parser, per-path queues, the `Batcher` input node |
+//! | [`model`] | `pktvec-model` | machine probe, the batching and PPB overhead models, calibration, prediction, tuner |
+//! | [`app`] | (this crate) | running a forwarder: inputs (generator, capture, DPDK), outputs, the run and its report |
+//! | [`perf`] | (this crate) | measurement graphs shared by the benches |
+//! | [`tune`] | (this crate) | tuning a graph's settings with the overhead model |
+//! | [`prelude`] | (this crate) | the names most programs need |
+//!
+//! Guides: [`guide`] (writing a node, putting it into a forwarder, running it on a capture)
+//! and [`architecture`] (the crates, the buffer model, the dispatcher).
 //!
 //! ```
 //! use pktvec::prelude::*;
@@ -55,7 +65,15 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-/// The node-writing guide's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/writing-a-node.md")]
-struct WritingANodeDoctests;
+/// Writing a node: declare its arcs and drop reasons, process a vector, put it in a graph
+/// and into a forwarder, run it on a capture, look at it. (`docs/writing-a-node.md`; its
+/// examples run as doc tests.)
+pub mod guide {
+    #![doc = include_str!("../docs/writing-a-node.md")]
+}
+
+/// How pktvec is built: the crates, buffers and metadata, the graph and its dispatcher,
+/// conservation, captures. (`docs/architecture.md`.)
+pub mod architecture {
+    #![doc = include_str!("../docs/architecture.md")]
+}
