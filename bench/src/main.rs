@@ -15,6 +15,7 @@
 use clap::{Parser, Subcommand};
 
 mod batcher;
+mod c_harness;
 mod dispatch;
 mod dpdk_io;
 mod forwarders;

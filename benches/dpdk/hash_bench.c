@@ -1,7 +1,7 @@
 /*
- * rte_hash side of pktvec's hash benchmark (examples/hash_perf.rs runs it).
+ * rte_hash side of pktvec's hash benchmark (`pktvec-bench hash` runs it).
  *
- * Reads the keys (6-byte MAC addresses) and the lookup sequence that hash_perf wrote,
+ * Reads the keys (6-byte MAC addresses) and the lookup sequence that pktvec-bench hash wrote,
  * builds an rte_hash with the same number of entries (key_len 6, rte_hash_crc, no extra
  * flags: DPDK's fastest single-writer configuration), adds every key with its index as
  * data, then times rte_hash_lookup_bulk_data over the sequence in bursts of BURST keys

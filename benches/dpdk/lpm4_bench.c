@@ -1,11 +1,11 @@
 /* rte_lpm (IPv4) lookup cost on a given route table and key list, for a like-for-like
- * comparison with pktvec's Lpm4 (examples/lpm4_perf.rs writes both files and runs this).
+ * comparison with pktvec's Lpm4 (`pktvec-bench lpm4` writes both files and runs this).
  *
  * Build:
  *   cc -O3 $(pkg-config --cflags libdpdk) benches/dpdk/lpm4_bench.c -o /tmp/lpm4_bench \
  *      $(pkg-config --libs libdpdk)
  * Run:
- *   /tmp/lpm4_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS] [TBL8S] [serve]
+ *   /tmp/lpm4_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS] [TBL8S] [serve] [fill]
  *
  * ROUTES: one "a.b.c.d/len next_hop" per line; KEYS: one "a.b.c.d" per line.
  * Prints one "result <name> <cycles per lookup> <checksum>" line per method (the best of
@@ -13,13 +13,21 @@
  * 0xffffffff, so the Rust side can check both tables gave the same answers), and
  * "memory <bytes>" for the table as configured.
  *
+ * The table is created by rte_lpm_create. By default the routes go in with rte_lpm_add,
+ * which scans every rule of the same length on each add and so takes minutes for 1M
+ * routes. With "fill" the same tbl24 entries and tbl8 groups (rte_lpm's own structs and
+ * entry layout, in the memory rte_lpm_create allocated) are written directly from the
+ * route file, shortest prefixes first, in a second or two; the lookups are DPDK's inline
+ * rte_lpm_lookup / _bulk / x4 either way, and the answers' checksum shows that both
+ * builds hold the same table. (Only the order of the tbl8 groups may differ.)
+ *
  * With "serve" the table is built once, then the harness prints "ready" and times the
  * methods each time it reads a line "run" on stdin (printing the result lines and "end"),
- * until end of input: examples/lpm4_perf.rs uses this to alternate pktvec and rte_lpm
- * rounds on one table without rebuilding it (rte_lpm_add takes minutes for 1M routes) and
- * to hold the benchmark lock only while timing.
+ * until end of input: pktvec-bench uses this to alternate pktvec and rte_lpm rounds on one
+ * table without building it again.
  *
- * Only DPDK's public API is used (rte_lpm_create/add/lookup/lookup_bulk/lookupx4).
+ * Only DPDK's public API and structs are used (rte_lpm_create/add/lookup/lookup_bulk/
+ * lookupx4, struct rte_lpm's tbl24 and tbl8).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -71,7 +79,7 @@ static uint64_t fnv(const uint32_t *v, size_t n)
 	return h;
 }
 
-/* REPS passes of each method over all N keys; prints the best cycles per lookup and the
+/* One untimed pass, then REPS passes of each method over all N keys; prints the best cycles per lookup and the
  * answers' checksum of each method. */
 static void run_passes(const struct rte_lpm *lpm, const uint32_t *keys, size_t n, uint32_t *out,
 		       int reps)
@@ -79,6 +87,10 @@ static void run_passes(const struct rte_lpm *lpm, const uint32_t *keys, size_t n
 	double best[3] = {1e18, 1e18, 1e18};
 	uint64_t sums[3] = {0, 0, 0};
 	const char *names[3] = {"rte_lpm_lookup", "rte_lpm_lookup_bulk", "rte_lpm_lookupx4"};
+	/* Untimed warm-up (as on the Rust side): the first touch of the table's pages and
+	 * lines is not a lookup's cost. */
+	for (size_t i = 0; i < n; i += VEC)
+		rte_lpm_lookup_bulk(lpm, keys + i, out + i, VEC);
 	for (int r = 0; r < reps; r++) {
 		/* single */
 		uint64_t s = rte_rdtsc();
@@ -118,6 +130,76 @@ static void run_passes(const struct rte_lpm *lpm, const uint32_t *keys, size_t n
 	fflush(stdout);
 }
 
+struct route {
+	uint32_t ip, nh;
+	uint8_t len;
+};
+
+static int by_len(const void *a, const void *b)
+{
+	const struct route *x = a, *y = b;
+	return (int)x->len - (int)y->len;
+}
+
+static struct rte_lpm_tbl_entry entry(uint32_t nh, uint8_t depth, int group)
+{
+	struct rte_lpm_tbl_entry e = {0};
+	e.next_hop = nh;
+	e.valid = 1;
+	e.valid_group = group;
+	e.depth = depth;
+	return e;
+}
+
+/* Writes the routes of `f` into the tbl24 and tbl8 groups of an empty rte_lpm; returns the
+ * routes written, or -1 when the table needs more than `tbl8s` groups. */
+static long fill(struct rte_lpm *lpm, FILE *f, uint32_t tbl8s)
+{
+	size_t cap = 1 << 20, n = 0;
+	struct route *r = malloc(cap * sizeof(*r));
+	unsigned a, b, c, d, len;
+	uint32_t nh;
+	while (fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
+		if (n == cap)
+			r = realloc(r, (cap *= 2) * sizeof(*r));
+		uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
+		r[n++] = (struct route){len ? ip & ~(uint32_t)0 << (32 - len) : 0, nh & 0xffffff,
+					(uint8_t)len};
+	}
+	/* Shorter prefixes first, so that longer ones overwrite them (a route file holds each
+	 * prefix once). */
+	qsort(r, n, sizeof(*r), by_len);
+	uint32_t groups = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t ip = r[i].ip;
+		if (r[i].len <= 24) {
+			uint32_t first = ip >> 8, count = 1u << (24 - r[i].len);
+			for (uint32_t s = first; s < first + count; s++)
+				lpm->tbl24[s] = entry(r[i].nh, r[i].len, 0);
+			continue;
+		}
+		struct rte_lpm_tbl_entry *t = &lpm->tbl24[ip >> 8];
+		if (!(t->valid && t->valid_group)) {
+			if (groups == tbl8s) {
+				free(r);
+				return -1;
+			}
+			struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)groups * 256];
+			for (int s = 0; s < 256; s++) {
+				g[s] = *t;
+				g[s].valid_group = t->valid; /* rte_lpm: "in use" in tbl8 */
+			}
+			*t = entry(groups++, 24, 1);
+		}
+		struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)t->next_hop * 256];
+		uint32_t first = ip & 255, count = 1u << (32 - r[i].len);
+		for (uint32_t s = first; s < first + count; s++)
+			g[s] = entry(r[i].nh, r[i].len, 1);
+	}
+	free(r);
+	return (long)n;
+}
+
 int main(int argc, char **argv)
 {
 	int ret = rte_eal_init(argc, argv);
@@ -128,14 +210,19 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 3) {
-		fprintf(stderr, "usage: lpm4_bench <EAL args> -- ROUTES KEYS [REPS] [TBL8S] [serve]\n");
+		fprintf(stderr,
+			"usage: lpm4_bench <EAL args> -- ROUTES KEYS [REPS] [TBL8S] [serve] [fill]\n");
 		return 2;
 	}
 	const char *routes_path = argv[1];
 	const char *keys_path = argv[2];
 	int reps = argc > 3 ? atoi(argv[3]) : 5;
 	uint32_t tbl8s = argc > 4 ? (uint32_t)atoi(argv[4]) : 65536;
-	int serve = argc > 5 && strcmp(argv[5], "serve") == 0;
+	int serve = 0, fill_mode = 0;
+	for (int i = 5; i < argc; i++) {
+		serve |= strcmp(argv[i], "serve") == 0;
+		fill_mode |= strcmp(argv[i], "fill") == 0;
+	}
 
 	/* Count routes first so max_rules fits the table. */
 	FILE *f = fopen(routes_path, "r");
@@ -164,7 +251,16 @@ int main(int argc, char **argv)
 	uint32_t nh;
 	uint32_t added = 0;
 	uint64_t t0 = rte_rdtsc();
-	while (fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
+	if (fill_mode) {
+		long filled = fill(lpm, f, tbl8s);
+		if (filled < 0) {
+			fprintf(stderr, "more than %" PRIu32 " tbl8 groups needed\n", tbl8s);
+			return 1;
+		}
+		added = (uint32_t)filled;
+	}
+	while (!fill_mode &&
+	       fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
 		uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
 		/* rte_lpm next hops are 24 bits; keep the low 24 (the Rust side does the same). */
 		if (rte_lpm_add(lpm, ip, (uint8_t)len, nh & 0xffffff) < 0) {
@@ -181,8 +277,9 @@ int main(int argc, char **argv)
 	n -= n % VEC;
 	uint32_t *out = malloc(n * sizeof(*out));
 	printf("routes %" PRIu32 " keys %zu tbl8s %" PRIu32 " tsc_hz %" PRIu64
-	       " add_cycles_per_route %.1f\n",
-	       added, n, tbl8s, rte_get_tsc_hz(), (double)t_add / added);
+	       " %s_cycles_per_route %.1f\n",
+	       added, n, tbl8s, rte_get_tsc_hz(), fill_mode ? "fill" : "add",
+	       (double)t_add / added);
 	/* rte_lpm's memory as configured: tbl24 (2^24 x 4 B) + tbl8s x 256 x 4 B + rules x 8 B. */
 	printf("memory %" PRIu64 "\n",
 	       (uint64_t)(1u << 24) * 4 + (uint64_t)tbl8s * 256 * 4 + (uint64_t)cfg.max_rules * 8);

@@ -3,11 +3,12 @@
  * here directly from the route file, since rte_lpm_add takes minutes for 1M routes natively
  * (hours under valgrind); the lookups are DPDK's inline rte_lpm_lookup_bulk (or
  * rte_lpm_lookup), unchanged. The answers' checksum is the one lpm4_bench.c and
- * examples/lpm4_perf.rs print, so the table is checked against both.
+ * `pktvec-bench lpm4` print, so the table is checked against both.
  *
  * Build (no DPDK library is linked: the lookups are header-only):
  *   cc -O3 $(pkg-config --cflags libdpdk) benches/dpdk/lpm4_count.c -o /tmp/lpm4_count
- * Run (files written by `lpm4_perf --count ... --dir DIR`):
+ * Run (files kept by `pktvec-bench lpm4 --tables T --files DIR`, or with
+ * `--count METHOD --passes N`):
  *   valgrind --tool=cachegrind --cache-sim=yes /tmp/lpm4_count DIR/lpm4_routes.txt \
  *       DIR/lpm4_keys.txt PASSES [bulk|single]
  * and take the difference of two PASSES counts.

@@ -1,10 +1,10 @@
 /*
  * lpm6_bench: DPDK rte_lpm6 on the same routes and keys as pktvec's IPv6 LPM benchmark.
  *
- * Reads the files examples/lpm6_perf.rs writes (routes: "addr/len next_hop" per line,
+ * Reads the files `pktvec-bench lpm6` writes (routes: "addr/len next_hop" per line,
  * keys: one IPv6 address per line), builds an rte_lpm6 table sized for them, and times
  * rte_lpm6_lookup (one key at a time) and rte_lpm6_lookup_bulk_func (vectors of BULK keys)
- * with the TSC. Prints "key=value" lines that the Rust example parses, including a checksum
+ * with the TSC. Prints "key=value" lines that pktvec-bench parses, including a checksum
  * of the results so both sides can be checked to answer the same.
  *
  * Build: cc -O3 $(pkg-config --cflags libdpdk) benches/dpdk/lpm6_bench.c \

@@ -1,0 +1,243 @@
+//! What the lookup-table comparisons (`lpm4`, `lpm6`, `hash`) share: building and running
+//! our C harnesses in `benches/dpdk/` against the system's DPDK, the scratch directory for
+//! the route and key files both sides read, where the real route tables live, and the median.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+/// Errors of this tool.
+pub type Error = Box<dyn std::error::Error>;
+
+/// `shared/data/routes` next to this checkout (the real route tables, xz-compressed).
+pub fn default_routes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routes")
+}
+
+/// The median of `v` (the upper one for an even count); 0 for an empty `v`.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `1048576` as `1,048,576`.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Compiles `benches/dpdk/<name>.c` with `cc -O3 $(pkg-config --cflags/--libs libdpdk)`
+/// into the temporary directory (again only when the source is newer than the binary) and
+/// returns the binary's path.
+pub fn build(name: &str) -> Result<PathBuf, Error> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../benches/dpdk")
+        .join(format!("{name}.c"));
+    let dir = std::env::temp_dir().join("pktvec-bench-harnesses");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let bin = dir.join(name);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(b), Some(s)) = (modified(&bin), modified(&src)) {
+        if b >= s {
+            return Ok(bin);
+        }
+    }
+    let cmd = format!(
+        "cc -O3 $(pkg-config --cflags libdpdk) '{}' -o '{}' $(pkg-config --libs libdpdk)",
+        src.display(),
+        bin.display()
+    );
+    eprintln!("building: {cmd}");
+    let st = Command::new("sh").arg("-c").arg(&cmd).status()?;
+    if !st.success() {
+        return Err(format!(
+            "building {name} failed (needs cc, pkg-config and libdpdk-dev; --no-dpdk skips DPDK): {cmd}"
+        )
+        .into());
+    }
+    Ok(bin)
+}
+
+/// A harness's EAL arguments: `--no-huge -m MEM_MIB` (4 KiB pages, as every lookup
+/// comparison has run), no PCI, core 0, quiet, and a file prefix of this process's own, so
+/// that another DPDK process on the machine does not stop it. Ends with `--`.
+pub fn eal_args(tag: &str, mem_mib: usize) -> Vec<String> {
+    [
+        "--no-huge".to_string(),
+        "-m".into(),
+        mem_mib.to_string(),
+        "--no-pci".into(),
+        "-l".into(),
+        "0".into(),
+        "--log-level=1".into(),
+        "--file-prefix".into(),
+        eal_prefix(tag),
+        "--".into(),
+    ]
+    .into()
+}
+
+fn eal_prefix(tag: &str) -> String {
+    format!("pktvec-bench-{tag}-{}", std::process::id())
+}
+
+/// Removes the EAL runtime directory that a harness run with [`eal_args`]`(tag, ..)` left.
+pub fn remove_eal_dir(tag: &str) {
+    let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(eal_prefix(tag)));
+}
+
+/// Runs a harness to completion; returns its standard output.
+pub fn run_once(bin: &Path, args: &[String]) -> Result<String, Error> {
+    eprintln!("running: {} {}", bin.display(), args.join(" "));
+    let out = Command::new(bin).args(args).output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}{}",
+            bin.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A harness in `serve` mode: it builds its table once, prints `ready`, then times its
+/// methods each time it reads `run` (printing its result lines and `end`), until end of
+/// input. So that DPDK's side is timed in the same rounds as pktvec's, alternating, without
+/// building its table again.
+pub struct Served {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    name: String,
+    /// The lines it printed before `ready` (table size, memory, ...), split into fields.
+    pub info: Vec<Vec<String>>,
+}
+
+impl Served {
+    /// Starts the harness and waits until it has built its table.
+    pub fn start(bin: &Path, args: &[String]) -> Result<Served, Error> {
+        eprintln!("starting: {} {}", bin.display(), args.join(" "));
+        let mut child = Command::new(bin)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let out = BufReader::new(child.stdout.take().ok_or("harness: no stdout")?);
+        let name = bin
+            .file_name()
+            .map_or("harness".into(), |n| n.to_string_lossy().into_owned());
+        let mut s = Served {
+            child,
+            out,
+            name,
+            info: Vec::new(),
+        };
+        loop {
+            let f = s.next_line()?;
+            if f.first().map(String::as_str) == Some("ready") {
+                return Ok(s);
+            }
+            s.info.push(f);
+        }
+    }
+
+    /// The first info line that starts with `key`, its second field parsed.
+    pub fn info_value<T: std::str::FromStr>(&self, key: &str) -> Option<T> {
+        self.info
+            .iter()
+            .find(|f| f.first().map(String::as_str) == Some(key))
+            .and_then(|f| f.get(1))
+            .and_then(|v| v.parse().ok())
+    }
+
+    fn next_line(&mut self) -> Result<Vec<String>, Error> {
+        let mut line = String::new();
+        if self.out.read_line(&mut line)? == 0 {
+            return Err(format!("{} exited: {:?}", self.name, self.child.wait()?).into());
+        }
+        Ok(line.split_whitespace().map(String::from).collect())
+    }
+
+    /// One timing round: the lines it printed before `end`, split into fields.
+    pub fn round(&mut self) -> Result<Vec<Vec<String>>, Error> {
+        let stdin = self.child.stdin.as_mut().ok_or("harness: no stdin")?;
+        stdin.write_all(b"run\n")?;
+        stdin.flush()?;
+        let mut lines = Vec::new();
+        loop {
+            let f = self.next_line()?;
+            if f.first().map(String::as_str) == Some("end") {
+                return Ok(lines);
+            }
+            lines.push(f);
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take()); // end of input: the harness exits
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch directory for the files both sides read, removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Creates `<tmp>/pktvec-bench-<area>-<pid>`.
+    pub fn new(area: &str) -> Result<Scratch, Error> {
+        let p = std::env::temp_dir().join(format!("pktvec-bench-{area}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(Scratch(p))
+    }
+
+    /// A file in it.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_takes_the_middle() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 3.0);
+        assert_eq!(median(vec![]), 0.0);
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(1_048_576), "1,048,576");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+    }
+
+    #[test]
+    fn eal_args_end_with_the_separator() {
+        let a = eal_args("t", 64);
+        assert_eq!(a.last().map(String::as_str), Some("--"));
+        assert!(a.contains(&"--no-huge".to_string()));
+    }
+}
