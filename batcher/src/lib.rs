@@ -1,7 +1,7 @@
 //! # pktvec-batcher
 //!
-//! A path-based packet batcher (PPB, seed `001_*`) in software: before the graph sees
-//! them, packets are parsed ([`parser`]), given a path id by a path table
+//! A path-based packet batcher (PPB, after the seed paper on path batching) in software:
+//! before the graph sees them, packets are parsed ([`parser`]), given a path id by a path table
 //! ([`path_table`]), queued per path ([`queues`]) and handed on as whole vectors of one
 //! path, so that vectors do not split at every branch of the graph and each node's code
 //! and data stay in cache for a whole vector.

@@ -100,6 +100,33 @@ struct PendingNode {
 }
 
 /// Collects nodes and arcs, then builds a [`Graph`].
+///
+/// [`add`](Self::add) a node under a name; its arcs lead to the nodes its
+/// [`Next`] type names by default, [`set_next`](Self::set_next) points one
+/// elsewhere. [`build`](Self::build) checks that every arc leads to a node of the graph and
+/// every non-sink node has a way out, then gives the [`Graph`] its buffer pool. The `drop`
+/// node is always there.
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_packet::{BufferPool, PoolConfig};
+///
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("source", PacketSource::new(vec![vec![0u8; 60]]).with_limit(1000))
+///     .add("tx", NullSink)
+///     .set_next("source", SourceNext::Out, "tx");
+/// let mut graph = b.build(BufferPool::new(PoolConfig::default())?)?;
+/// assert_eq!(graph.run_until_idle(), 1000);
+///
+/// // An arc to a node that was never added is refused when building.
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("source", PacketSource::new(vec![vec![0u8; 60]]))
+///     .set_next("source", SourceNext::Out, "nowhere");
+/// let err = b.build(BufferPool::new(PoolConfig::default())?).err().unwrap();
+/// assert!(err.to_string().contains("nowhere"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct GraphBuilder {
     cfg: GraphConfig,
     nodes: Vec<PendingNode>,

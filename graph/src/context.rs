@@ -506,6 +506,50 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// the whole frame in bulk. The loop is VPP's quad/dual/single loop: it prefetches the
     /// metadata and first data line of the packets
     /// [`prefetch_distance`](Self::prefetch_distance) ahead.
+    ///
+    /// The closure gets each packet writable (`pkt.data_mut()`) and returns its
+    /// [`Verdict`]; it must not panic on a malformed packet (check lengths, drop with a
+    /// reason). A node that looks packets up in a table does better with
+    /// [`process_sub_batches`](Self::process_sub_batches).
+    ///
+    /// ```
+    /// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+    /// use pktvec_graph::{next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, Verdict};
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    ///
+    /// next_nodes! { pub enum MarkNext { Tx = "tx" } }
+    /// node_errors! { pub enum MarkError { Empty = "empty packet" } }
+    ///
+    /// /// Sets the first byte of every packet to 0xff.
+    /// struct Mark;
+    ///
+    /// impl Node for Mark {
+    ///     type Next = MarkNext;
+    ///     type Error = MarkError;
+    ///
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         cx.process_packets(frame, |pkt| match pkt.data_mut().first_mut() {
+    ///             Some(b) => {
+    ///                 *b = 0xff;
+    ///                 Verdict::Next(MarkNext::Tx)
+    ///             }
+    ///             None => Verdict::Drop(MarkError::Empty),
+    ///         });
+    ///     }
+    /// }
+    ///
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("source", PacketSource::new(vec![vec![0u8; 60]]).with_limit(3))
+    ///     .add("mark", Mark)
+    ///     .add("tx", NullSink)
+    ///     .set_next("source", SourceNext::Out, "mark");
+    /// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+    /// g.trace_add(1);
+    /// g.run_until_idle();
+    /// // The trace shows the packet as `tx` got it: first byte ff.
+    /// assert!(g.trace().to_string().contains("len 60: ff 00"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline(always)]
     pub fn process_packets<F>(&mut self, frame: &mut Frame, mut f: F)
     where
@@ -529,9 +573,9 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         self.enqueue_frame(frame);
     }
 
-    /// Two-phase processing for table lookups (seed 000, Algorithm 1): for each sub-batch
-    /// of [`sub_batch`](Self::sub_batch) packets, `key` extracts the lookup key of every
-    /// packet (and should prefetch its table bucket), then `lookup` finishes each packet
+    /// Two-phase processing for table lookups (after the seed paper on batching): for each
+    /// sub-batch of [`sub_batch`](Self::sub_batch) packets, `key` extracts the lookup key
+    /// of every packet (and should prefetch its table bucket), then `lookup` finishes each packet
     /// with its key, by which time the buckets are on their way to the cache. The headers of
     /// the next sub-batch are prefetched during the first phase. Then the frame is enqueued.
     #[inline(always)]

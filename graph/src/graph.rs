@@ -118,6 +118,33 @@ pub(crate) struct Names {
 }
 
 /// A built graph: nodes, arcs, the buffer pool and the runtime counters of one worker.
+///
+/// [`run_once`](Self::run_once) is one turn: poll the input nodes, then run every node with
+/// pending packets; [`run_until_idle`](Self::run_until_idle) turns until nothing moves.
+/// Afterwards the graph answers VPP's `show` commands: [`runtime`](Self::runtime),
+/// [`errors`](Self::errors), [`trace`](Self::trace), and checks itself with
+/// [`conservation`](Self::conservation). [`node`](Self::node) gives a node back by name
+/// and type, to read its own counters.
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_packet::{BufferPool, PoolConfig};
+///
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("source", PacketSource::new(vec![vec![0u8; 60]]).with_limit(1000))
+///     .add("tx", NullSink)
+///     .set_next("source", SourceNext::Out, "tx");
+/// let mut graph = b.build(BufferPool::new(PoolConfig::default())?)?;
+/// graph.trace_add(2);
+/// while graph.run_once() > 0 {}
+/// println!("{}\n{}\n{}", graph.runtime(), graph.errors(), graph.trace());
+/// assert_eq!(graph.runtime().row("tx").unwrap().packets, 1000);
+/// let c = graph.conservation();
+/// assert!(c.is_balanced() && c.output == 1000 && c.buffers_in_use == 0);
+/// assert!(graph.node::<NullSink>("tx").is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Graph {
     slots: Vec<NodeSlot>,
     inputs: Vec<u32>,

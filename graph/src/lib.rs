@@ -100,7 +100,27 @@ use serde::{Deserialize, Serialize};
 /// Largest vector size `V`.
 pub const MAX_VECTOR_SIZE: usize = 4096;
 
-/// Run-time settings of a graph.
+/// Run-time settings of a graph: the vector size, the prefetch distance and sub-batch size
+/// of the loop helpers, and how a turn is run. Start from `GraphConfig::default()` and
+/// change what you need.
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_packet::{BufferPool, PoolConfig};
+///
+/// // Vectors of 64 packets instead of 256, no prefetching.
+/// let cfg = GraphConfig { vector_size: 64, prefetch_distance: 0, ..GraphConfig::default() };
+/// let mut b = GraphBuilder::new(cfg);
+/// b.add("source", PacketSource::new(vec![vec![0u8; 60]]).with_limit(640))
+///     .add("tx", NullSink)
+///     .set_next("source", SourceNext::Out, "tx");
+/// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+/// g.run_until_idle();
+/// let tx = g.runtime().row("tx").unwrap().clone();
+/// assert_eq!((tx.packets, tx.vectors), (640, 10));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GraphConfig {

@@ -1,5 +1,6 @@
 //! Loop helpers over a vector of buffer indices: VPP's quad/dual/single loop with
-//! prefetch, and the two-phase sub-batch loop of seed 000 (Algorithm 1).
+//! prefetch, and the two-phase sub-batch loop (extract every key and prefetch its bucket,
+//! then look them all up).
 //!
 //! Both take an explicit `state` (usually the buffer pool) that is passed to every
 //! closure, so the prefetch closure and the body can use the same object without fighting

@@ -98,7 +98,24 @@ impl ErrorReason for NoError {
     }
 }
 
-/// What a per-packet function decides for one packet.
+/// What a per-packet function decides for one packet: the arc it leaves on, or the reason
+/// it is dropped for. [`Context::process_packets`] sends each packet where its verdict says
+/// and counts the drops by reason.
+///
+/// ```
+/// use pktvec_graph::{next_nodes, node_errors, Verdict};
+/// next_nodes! { pub enum CheckNext { Out = "tx" } }
+/// node_errors! { pub enum CheckError { Short = "shorter than an ethernet header" } }
+///
+/// fn check(data: &[u8]) -> Verdict<CheckNext, CheckError> {
+///     if data.len() < 14 {
+///         return Verdict::Drop(CheckError::Short);
+///     }
+///     Verdict::Next(CheckNext::Out)
+/// }
+/// assert_eq!(check(&[0; 10]), Verdict::Drop(CheckError::Short));
+/// assert_eq!(check(&[0; 60]), Verdict::Next(CheckNext::Out));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict<N, E> {
     /// Send the packet on this arc.
@@ -114,6 +131,44 @@ pub enum Verdict<N, E> {
 /// with a reason, or, for a [`NodeKind::Sink`], free or transmit it. Packets left in the
 /// frame when `process` returns are lost to the graph (tests catch that as a conservation
 /// failure).
+///
+/// A node declares its arcs ([`next_nodes!`](crate::next_nodes)) and drop reasons
+/// ([`node_errors!`](crate::node_errors)), then decides per packet:
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, Verdict};
+/// use pktvec_packet::{BufferPool, PoolConfig};
+///
+/// next_nodes! { pub enum EvenNext { Tx = "tx" } }
+/// node_errors! { pub enum EvenError { Odd = "odd length" } }
+///
+/// /// Passes packets of even length, drops the others.
+/// struct Even;
+///
+/// impl Node for Even {
+///     type Next = EvenNext;
+///     type Error = EvenError;
+///
+///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+///         cx.process_packets(frame, |pkt| match pkt.len() % 2 {
+///             0 => Verdict::Next(EvenNext::Tx),
+///             _ => Verdict::Drop(EvenError::Odd),
+///         });
+///     }
+/// }
+///
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("source", PacketSource::new(vec![vec![0u8; 60], vec![0u8; 61]]).with_limit(10))
+///     .add("even", Even)
+///     .add("tx", NullSink)
+///     .set_next("source", SourceNext::Out, "even");
+/// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+/// g.run_until_idle();
+/// assert_eq!(g.runtime().row("tx").unwrap().packets, 5);
+/// assert_eq!(g.errors().count("even", "odd length"), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Node: Send + 'static {
     /// The node's next arcs.
     type Next: Next;

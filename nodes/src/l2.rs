@@ -1,4 +1,4 @@
-//! The L2 switch of seed 000 as two nodes sharing one MAC table:
+//! An L2 switch as two nodes sharing one MAC table:
 //!
 //! * `l2-learn` looks up every source MAC (two-phase: hash + bucket prefetch for `b`
 //!   packets, then search) and learns new or moved stations (MAC → receive interface);

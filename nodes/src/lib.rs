@@ -22,7 +22,7 @@
 //! Each node's per-packet function (`*_one`) is public too, for tests and for nodes that
 //! fuse several steps.
 //!
-//! The seed applications are assembled from these nodes in [`apps`]:
+//! The forwarders are assembled from these nodes in [`apps`]:
 //!
 //! | forwarder | module | nodes it adds (the caller adds input and tx) |
 //! |---|---|---|

@@ -1,10 +1,10 @@
-//! `ndn-lookup`: longest name-prefix match of NDN Interests (seed 000's NDN application).
+//! `ndn-lookup`: longest name-prefix match of NDN Interests.
 //!
 //! FIB keys are encoded name prefixes (the component TLVs of the first k components, up to
 //! 64 bytes) in a [`NameTable`]. The FIB remembers which component counts its names have;
 //! only prefixes of those lengths are tried, longest first, and the first hit wins.
 //!
-//! Two phases per sub-batch of `b` packets (seed 000 Algorithm 1):
+//! Two phases per sub-batch of `b` packets (hash and prefetch, then search):
 //! 1. each packet's TLVs are walked once (outer TLV, Name, every component: anything
 //!    malformed is a counted drop); the hashes of all candidate prefixes come from one
 //!    [`PrefixHasher`](pktvec_lookup::hash::PrefixHasher) pass over the name bytes, and the

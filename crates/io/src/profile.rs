@@ -163,7 +163,8 @@ pub enum Order {
     Random,
     /// A flow is picked by popularity and sends this many packets in a row.
     Bursts(usize),
-    /// IPv4 and IPv6 strictly alternate (the worst case for vector splitting, seed 001 §IV).
+    /// IPv4 and IPv6 strictly alternate (the worst case for vector splitting: every packet
+    /// changes path).
     Alternating,
 }
 

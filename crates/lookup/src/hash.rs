@@ -1,6 +1,6 @@
 //! Exact-match hash table whose lookups split into **hash → prefetch bucket → search**, so
-//! that a vector of keys can be looked up with all bucket fetches in flight (seed `000_*`
-//! Algorithm 1; the role of VPP's bihash and DPDK's `rte_hash`).
+//! that a vector of keys can be looked up with all bucket fetches in flight (the role of
+//! VPP's bihash and DPDK's `rte_hash`).
 //!
 //! # Layout
 //!
@@ -533,8 +533,7 @@ impl<K: HashKey, V: Copy + Default, const N: usize> HashTable<K, V, N> {
         self.lookup_bulk_sub(keys, out, MAX_SUB_BATCH)
     }
 
-    /// [`lookup_bulk`](Self::lookup_bulk) in sub-batches of `b` keys (seed `000_*`
-    /// Algorithm 1): for each sub-batch, (1) hash every key and prefetch its primary
+    /// [`lookup_bulk`](Self::lookup_bulk) in sub-batches of `b` keys: for each sub-batch, (1) hash every key and prefetch its primary
     /// bucket, (2) search the primary buckets; keys that may live in their secondary bucket
     /// have it prefetched, (3) search those. `b` is clamped to `1..=MAX_SUB_BATCH`.
     /// Returns the number of hits.

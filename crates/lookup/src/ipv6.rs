@@ -1,8 +1,8 @@
 //! IPv6 longest-prefix match: a 16-bit direct first level followed by a level- and
 //! path-compressed multibit trie ([`Lpm6`]).
 //!
-//! This is the compressed trie of seed `000_*` §4 / `002_*` §4.6 ("merge a child with its
-//! parent when it is the only child"), pushed further:
+//! This is a compressed trie ("merge a child with its parent when it is the only child",
+//! after the seed paper on batching), pushed further:
 //!
 //! * **First level**: a direct table of 2^16 entries (256 KiB, so it stays in L2). Prefixes of
 //!   length ≤ 16 are expanded into it, as DIR-24-8 does.

@@ -556,8 +556,8 @@ pub fn generate_ipv4(n: usize, seed: u64) -> Vec<Route4> {
 }
 
 /// `n` distinct random IPv6 prefixes of length /48–/64 inside `2000::/3` with the length
-/// distribution of [`IPV6_48_64_LENGTH_HISTOGRAM`] (the seed paper's IPv6 experiment uses
-/// 200,000 such prefixes), next hops uniform in `0..2^24`. Deterministic for `(n, seed)`.
+/// distribution of [`IPV6_48_64_LENGTH_HISTOGRAM`] (the seed paper on batching uses
+/// 200,000 such prefixes for IPv6), next hops uniform in `0..2^24`. Deterministic for `(n, seed)`.
 ///
 /// ```
 /// let a = pktvec_lookup::routes::generate_ipv6(1_000, 7);

@@ -97,7 +97,39 @@ impl CryptofwdConfig {
     }
 }
 
-/// The crypto forwarder.
+/// The crypto forwarder: [`new`](Self::new) checks the key against the cipher,
+/// [`add_to`](Self::add_to) adds the nodes and returns their arcs ([`CryptofwdNodes`]).
+/// A frame leaves with its payload encrypted, an 8-byte sequence number and a 16-byte tag
+/// appended, on the interface cross-connected to the one it came in on.
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_nodes::apps::cryptofwd::{Cryptofwd, CryptofwdConfig};
+/// use pktvec_nodes::crypto::Cipher;
+/// use pktvec_nodes::output::InterfaceOutput;
+/// use pktvec_packet::BufferPool;
+///
+/// let app = Cryptofwd::new(CryptofwdConfig {
+///     cipher: Cipher::Aes256Gcm,
+///     key: Some(vec![7; 32]),
+///     ..CryptofwdConfig::default()
+/// })?;
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("input", PacketSource::new(vec![vec![1u8; 100]]).with_limit(10))
+///     .set_next("input", SourceNext::Out, app.entry());
+/// let nodes = app.add_to(&mut b)?;
+/// b.add(nodes.output_to_tx.to.as_str(), NullSink);
+/// let mut g = b.build(BufferPool::new(Default::default())?)?;
+/// g.run_until_idle();
+/// // In on interface 0, out on 1, 24 bytes longer.
+/// let out = g.node::<InterfaceOutput>("interface-output").unwrap();
+/// assert_eq!((out.counters()[1].packets, out.counters()[1].bytes), (10, 10 * 124));
+///
+/// // A key of the wrong length is refused.
+/// assert!(Cryptofwd::new(CryptofwdConfig { key: Some(vec![7; 5]), ..Default::default() }).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Cryptofwd {
     cfg: CryptofwdConfig,
 }

@@ -1,9 +1,9 @@
-//! `l2fwd`, the L2 switch of seed 000: `l2-learn` (source MAC) → `l2-forward` (destination
+//! `l2fwd`, an L2 switch: `l2-learn` (source MAC) → `l2-forward` (destination
 //! MAC) → `interface-output` → tx, both lookups two-phase in one shared MAC table.
 //!
 //! [`L2fwd::new`] fills the table with `table_size` stations: station `i` is
 //! [`station_mac`]`(i)` on interface `i % ports`, which is what the `l2fwd` example's
-//! traffic is drawn from (so both lookups hit, as in the seed's experiment).
+//! traffic is drawn from (so both lookups hit).
 //!
 //! ```
 //! use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
@@ -83,7 +83,43 @@ pub fn station_mac(i: u32) -> MacAddr {
     MacAddr([0x02, 0x00, b[0], b[1], b[2], b[3]])
 }
 
-/// The L2 switch: its config and its shared MAC table.
+/// The L2 switch: its config and its shared MAC table. [`new`](Self::new) fills the table,
+/// [`add_to`](Self::add_to) adds the nodes to your builder and returns their arcs
+/// ([`L2fwdNodes`]), to redirect or splice a node of yours into.
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_nodes::apps::l2fwd::{station_mac, L2fwd, L2fwdConfig};
+/// use pktvec_nodes::l2::UnknownUnicast;
+/// use pktvec_packet::{builder::PacketBuilder, BufferPool};
+/// use std::net::Ipv4Addr;
+///
+/// let app = L2fwd::new(L2fwdConfig {
+///     ports: 2,
+///     table_size: 16,
+///     unknown_unicast: UnknownUnicast::Drop,
+///     ..L2fwdConfig::default()
+/// })?;
+/// let to = |dst| {
+///     PacketBuilder::ethernet(station_mac(3), dst)
+///         .ipv4(Ipv4Addr::new(10, 0, 0, 3), Ipv4Addr::new(10, 0, 0, 9))
+///         .udp(1, 2)
+///         .build()
+/// };
+/// // To station 5 (interface 1), and to a MAC the table does not know (dropped).
+/// let traffic = vec![to(station_mac(5)), to([2, 9, 9, 9, 9, 9].into())];
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("input", PacketSource::new(traffic).with_limit(10))
+///     .set_next("input", SourceNext::Out, app.entry());
+/// let nodes = app.add_to(&mut b);
+/// b.add(nodes.output_to_tx.to.as_str(), NullSink);
+/// let mut g = b.build(BufferPool::new(Default::default())?)?;
+/// g.run_until_idle();
+/// let c = g.conservation();
+/// assert_eq!((c.output, c.dropped), (5, 5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct L2fwd {
     cfg: L2fwdConfig,
     fib: Arc<L2Fib>,

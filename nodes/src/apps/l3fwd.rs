@@ -145,7 +145,48 @@ pub fn adjacency(i: u16) -> Adjacency {
     }
 }
 
-/// The router: config, routes and FIBs.
+/// The router: config, routes and FIBs. [`new`](Self::new) loads route files or generates
+/// routes (random prefixes: fine for generated traffic, missed by real captures);
+/// [`with_routes`](Self::with_routes) takes yours. [`add_to`](Self::add_to) adds the nodes
+/// and returns their arcs ([`L3fwdNodes`]).
+///
+/// ```
+/// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_lookup::routes::Route;
+/// use pktvec_nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+/// use pktvec_packet::{builder::PacketBuilder, BufferPool};
+/// use std::net::Ipv4Addr;
+///
+/// let routes = vec![
+///     Route { addr: Ipv4Addr::new(10, 0, 0, 0), len: 8, next_hop: 1 },
+///     Route { addr: Ipv4Addr::new(10, 9, 0, 0), len: 16, next_hop: 2 },
+/// ];
+/// let app = L3fwd::with_routes(L3fwdConfig { ports: 4, ..L3fwdConfig::default() }, routes, vec![])?;
+/// let to = |d| {
+///     PacketBuilder::ethernet([2, 0, 0, 0, 0, 1].into(), [2, 0, 0, 0, 0, 2].into())
+///         .ipv4(Ipv4Addr::new(192, 168, 0, 1), d)
+///         .ttl(64)
+///         .udp(1, 2)
+///         .build()
+/// };
+/// let traffic = vec![
+///     to(Ipv4Addr::new(10, 1, 1, 1)),   // /8: interface 1
+///     to(Ipv4Addr::new(10, 9, 1, 1)),   // longest match /16: interface 2
+///     to(Ipv4Addr::new(192, 0, 2, 1)),  // no route
+/// ];
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("input", PacketSource::new(traffic).with_limit(30))
+///     .set_next("input", SourceNext::Out, app.entry());
+/// let nodes = app.add_to(&mut b);
+/// b.add(nodes.output_to_tx.to.as_str(), NullSink);
+/// let mut g = b.build(BufferPool::new(Default::default())?)?;
+/// g.run_until_idle();
+/// let out = g.node::<pktvec_nodes::output::InterfaceOutput>("interface-output").unwrap();
+/// assert_eq!((out.counters()[1].packets, out.counters()[2].packets), (10, 10));
+/// assert_eq!(g.errors().count("ip4-lookup", "no route"), 10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct L3fwd {
     cfg: L3fwdConfig,
     routes4: Vec<Route4>,

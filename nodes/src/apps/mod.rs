@@ -1,4 +1,4 @@
-//! The seed applications as graph fragments a user's NF can extend: [`l2fwd`], [`l3fwd`]
+//! The forwarders as graph fragments a user's NF can extend: [`l2fwd`], [`l3fwd`]
 //! (IPv4 + IPv6), [`ndnfwd`] and [`cryptofwd`].
 //!
 //! Each module has a serde config with defaults (the forwarder examples' defaults), a type

@@ -1,4 +1,4 @@
-//! `ndnfwd`, an NDN forwarder (seed 000's NDN application): `ethernet-input → ndn-lookup →
+//! `ndnfwd`, an NDN forwarder: `ethernet-input → ndn-lookup →
 //! ethernet-restore → interface-output → tx`, longest name-prefix match of Interests in a
 //! hash FIB; frames leave as they came (`ethernet-restore` puts back the Ethernet header
 //! `ethernet-input` stripped). IPv4, IPv6 and ARP frames are dropped by `ethernet-input`
@@ -88,7 +88,37 @@ pub fn domain_to_name(d: &str) -> String {
     s
 }
 
-/// The NDN forwarder: config, FIB prefixes and FIB.
+/// The NDN forwarder: config, FIB prefixes and FIB. [`new`](Self::new) reads a domain
+/// list or generates names, [`with_prefixes`](Self::with_prefixes) takes yours (prefix `i`
+/// to interface `i % ports`). [`add_to`](Self::add_to) adds the nodes and returns their
+/// arcs ([`NdnfwdNodes`]).
+///
+/// ```
+/// use pktvec_graph::builtin::NullSink;
+/// use pktvec_graph::{GraphBuilder, GraphConfig};
+/// use pktvec_io::generator::{Generator, GeneratorNext, GeneratorSource};
+/// use pktvec_io::profile::TrafficProfile;
+/// use pktvec_nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
+/// use pktvec_packet::BufferPool;
+///
+/// let prefixes = vec!["/com/example".to_string(), "/org/wiki".to_string()];
+/// let app = Ndnfwd::with_prefixes(NdnfwdConfig { ports: 2, ..NdnfwdConfig::default() }, prefixes)?;
+/// assert_eq!(app.fib().lookup_name("/org/wiki/page/1"), Some(1));
+///
+/// // Interests for names under both prefixes.
+/// let profile = TrafficProfile::from_toml("[mix]\nipv4 = 0.0\nndn = 1.0\n")?;
+/// let names = vec!["/com/example/a".to_string(), "/org/wiki/b/c".to_string()];
+/// let gen = Generator::builder(profile).names(names).build()?;
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("input", GeneratorSource::new(gen).with_limit(100))
+///     .set_next("input", GeneratorNext::Out, app.entry());
+/// let nodes = app.add_to(&mut b);
+/// b.add(nodes.output_to_tx.to.as_str(), NullSink);
+/// let mut g = b.build(BufferPool::new(Default::default())?)?;
+/// g.run_until_idle();
+/// assert_eq!(g.runtime().row("tx").unwrap().packets, 100);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Ndnfwd {
     cfg: NdnfwdConfig,
     prefixes: Vec<String>,
