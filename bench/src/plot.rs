@@ -56,7 +56,10 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
         };
         let i = i as i32;
         Rectangle::new(
-            [(0.0, SegmentValue::Exact(i)), (r.ratio, SegmentValue::Exact(i + 1))],
+            [
+                (0.0, SegmentValue::Exact(i)),
+                (r.ratio, SegmentValue::Exact(i + 1)),
+            ],
             color.filled(),
         )
     }))?;
@@ -110,7 +113,11 @@ pub fn lines(
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d((x0..x1).log_scale().base(2.0).zero_point(x0), 0.0..y1)?;
-    chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw()?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
     for (k, (name, pts)) in series.iter().enumerate() {
         let color = Palette99::pick(k).to_rgba();
         chart

@@ -47,7 +47,12 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut failed = Vec::new();
     if !args.render_only {
-        let sitting = Sitting::begin("scoreboard", "every area in one sitting", "README.md", &args.common)?;
+        let sitting = Sitting::begin(
+            "scoreboard",
+            "every area in one sitting",
+            "README.md",
+            &args.common,
+        )?;
         let exe = std::env::current_exe()?;
         for area in AREAS {
             if (!args.only.is_empty() && !args.only.iter().any(|a| a == area))
@@ -57,7 +62,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
             println!("\n===== {area} =====");
             let mut cmd = Command::new(&exe);
-            cmd.arg(area).arg("--lock").arg("").arg("--data-dir").arg(&args.common.data_dir);
+            cmd.arg(area)
+                .arg("--lock")
+                .arg("")
+                .arg("--data-dir")
+                .arg(&args.common.data_dir);
             if args.common.quick {
                 cmd.arg("--quick");
             }
@@ -89,8 +98,17 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 pub fn text_table(rows: &[Headline]) -> String {
     let mut s = String::new();
     let w = rows.iter().map(|r| r.case.len()).max().unwrap_or(4).max(4);
-    let wa = rows.iter().map(|r| r.anchor_name.len()).max().unwrap_or(6).max(6);
-    let _ = writeln!(s, "{:<w$}  {:>12}  {:<wa$}  {:>12}  {:>8}  target", "case", "pktvec", "anchor", "", "ratio");
+    let wa = rows
+        .iter()
+        .map(|r| r.anchor_name.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ = writeln!(
+        s,
+        "{:<w$}  {:>12}  {:<wa$}  {:>12}  {:>8}  target",
+        "case", "pktvec", "anchor", "", "ratio"
+    );
     for r in rows {
         let _ = writeln!(
             s,
@@ -181,7 +199,10 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
          figure. Ratio = how many times better pktvec is (anchor ÷ pktvec for costs, pktvec ÷ \
          anchor for rates and gains); > 1 favours pktvec. Regenerate the whole page in one sitting:\n"
     );
-    let _ = writeln!(s, "```sh\ncargo run --release -p pktvec-bench -- scoreboard\n```\n");
+    let _ = writeln!(
+        s,
+        "```sh\ncargo run --release -p pktvec-bench -- scoreboard\n```\n"
+    );
     let _ = writeln!(
         s,
         "| area | case | pktvec | anchor | anchor's | ratio | target | CPU, date |"
@@ -259,7 +280,9 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
     if let Ok(dir) = std::fs::read_dir(&results) {
         for entry in dir.flatten() {
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == "md") && path.file_name() != Some("README.md".as_ref()) {
+            if path.extension().is_some_and(|e| e == "md")
+                && path.file_name() != Some("README.md".as_ref())
+            {
                 let text = std::fs::read_to_string(&path)?;
                 let new = refresh_page(&text, &records);
                 if new != text {
@@ -280,7 +303,9 @@ pub fn refresh_page(text: &str, records: &[Record]) -> String {
     let mut rest = text;
     while let Some(i) = rest.find("<!-- headline: ") {
         let after = &rest[i..];
-        let Some(close) = after.find("-->") else { break };
+        let Some(close) = after.find("-->") else {
+            break;
+        };
         let area = after["<!-- headline: ".len()..close].trim();
         let Some(end) = after.find(END) else { break };
         out.push_str(&rest[..i]);
@@ -320,7 +345,14 @@ mod tests {
             command: "cargo run --release -p pktvec-bench -- lpm4".into(),
             quick: false,
             seconds: 60.0,
-            headline: vec![Headline::cost("tier1", "cycles/lookup", 9.0, "rte_lpm_lookup_bulk", 20.0).target(2.0)],
+            headline: vec![Headline::cost(
+                "tier1",
+                "cycles/lookup",
+                9.0,
+                "rte_lpm_lookup_bulk",
+                20.0,
+            )
+            .target(2.0)],
             detail: serde_json::Value::Null,
         }
     }
@@ -329,7 +361,9 @@ mod tests {
     fn a_marked_block_is_replaced_and_the_rest_kept() {
         let page = "# t\n\n<!-- headline: lpm4 -->\nold\n<!-- end headline -->\n\nprose\n<!-- headline: hash -->\nkept\n<!-- end headline -->\n";
         let new = refresh_page(page, &[record("lpm4")]);
-        assert!(new.contains("| tier1 | 9.00 cycles/lookup | rte_lpm_lookup_bulk | 20.0 | **2.22×** | ≥ 2×: met |"));
+        assert!(new.contains(
+            "| tier1 | 9.00 cycles/lookup | rte_lpm_lookup_bulk | 20.0 | **2.22×** | ≥ 2×: met |"
+        ));
         assert!(!new.contains("old"));
         assert!(new.contains("kept"));
         assert!(new.ends_with("prose\n<!-- headline: hash -->\nkept\n<!-- end headline -->\n"));
@@ -342,7 +376,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pktvec-scoreboard-{}", std::process::id()));
         let data = dir.join("data");
         std::fs::create_dir_all(&data).unwrap();
-        std::fs::write(data.join("lpm4.json"), serde_json::to_string(&record("lpm4")).unwrap()).unwrap();
+        std::fs::write(
+            data.join("lpm4.json"),
+            serde_json::to_string(&record("lpm4")).unwrap(),
+        )
+        .unwrap();
         render(&data).unwrap();
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
         assert!(readme.contains("| [IPv4 LPM vs rte_lpm](lookup-tables.md) | tier1 |"));

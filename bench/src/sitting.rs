@@ -106,7 +106,11 @@ pub fn utc_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}", rem / 3600, rem % 3600 / 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
 }
 
 /// One headline figure: pktvec against its anchor on one case.
@@ -233,7 +237,10 @@ impl Sitting {
             Some(f)
         };
         let machine = Machine::this();
-        println!("{area}: {title}{}", if common.quick { " (--quick)" } else { "" });
+        println!(
+            "{area}: {title}{}",
+            if common.quick { " (--quick)" } else { "" }
+        );
         println!("{}", machine.line());
         Ok(Sitting {
             area,
