@@ -44,7 +44,7 @@ pub struct Args {
     /// --quick: 65536]
     #[arg(long)]
     keys: Option<usize>,
-    /// Passes per method per round (the fastest is kept) [default: 5; --quick: 2]
+    /// Passes per method per round (the fastest is kept) [default: 7; --quick: 2]
     #[arg(long)]
     reps: Option<usize>,
     /// Rounds, pktvec then rte_lpm6 in each (figures are medians over them)
@@ -154,7 +154,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let pick = |v: Option<usize>, full: usize, q: usize| v.unwrap_or(if quick { q } else { full });
     let n_routes = pick(args.routes, 200_000, 20_000);
     let n_keys = pick(args.keys, 1 << 20, 1 << 16);
-    let reps = pick(args.reps, 5, 2).max(1);
+    let reps = pick(args.reps, 7, 2).max(1);
     let rounds = pick(args.rounds, 3, 1).max(1);
 
     let sitting = Sitting::begin(
