@@ -107,7 +107,8 @@ impl Input {
         Ok(Input::Pcap(Box::new(src.looping(true).with_limit(packets))))
     }
 
-    /// The capture a [`Input::Pcap`] replays (None for the others).
+    /// The capture a [`Input::Pcap`] replays (None for the others): its packets, link
+    /// types and what was skipped. See [`Input::pcap`] for an example.
     pub fn capture(&self) -> Option<&Capture> {
         match self {
             Input::Pcap(p) => Some(p.capture()),
@@ -339,6 +340,20 @@ impl Report {
     }
 
     /// An error (`packets were lost: <conservation>`) unless [`is_lossless`](Self::is_lossless).
+    ///
+    /// ```
+    /// use pktvec::app::Run;
+    /// use pktvec::prelude::*;
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("source", PacketSource::new(vec![vec![0u8; 60]]).with_limit(100))
+    ///     .add("tx", NullSink)
+    ///     .set_next("source", SourceNext::Out, "tx");
+    /// let mut graph = b.build(BufferPool::new(PoolConfig::default())?)?;
+    /// let report = Run::new("demo").run(&mut graph);
+    /// assert!(report.is_lossless() && report.mpps() > 0.0 && report.mpps_cpu() > 0.0);
+    /// report.check()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check(&self) -> Result<(), Error> {
         if self.is_lossless() {
             Ok(())
