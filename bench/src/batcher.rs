@@ -25,8 +25,7 @@ use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
 use serde_json::{json, Value};
 
-use crate::forwarders::graphs::{median, spread};
-use crate::plot;
+use crate::forwarders::graphs::{median, plot_lines, spread};
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -219,7 +218,7 @@ pub fn run(args: Args) -> Res<()> {
         per_traffic.push(json!({"traffic": traffic, "configs": configs, "latency_b128": latency}));
     }
     if let Some(path) = sitting.plot_path("curve") {
-        plot::lines(
+        plot_lines(
             &path,
             "l3fwd behind the batcher: cycles per packet, on / off (CPU time, median)",
             "batch size",
@@ -248,7 +247,7 @@ pub fn run(args: Args) -> Res<()> {
                     .collect();
                 let title =
                     format!("misses per packet (cachegrind, I1 8 KiB, D1 32 KiB), {traffic}");
-                plot::lines(
+                plot_lines(
                     &path,
                     &title,
                     "batch size b (off: vectors of b)",

@@ -19,8 +19,7 @@ use pktvec::graph::Graph;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use serde_json::json;
 
-use crate::forwarders::graphs::{self, interleave, median, spread, Chunk, Setting};
-use crate::plot;
+use crate::forwarders::graphs::{self, interleave, median, plot_lines, spread, Chunk, Setting};
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Options of `seed-figures`.
@@ -124,11 +123,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let full = args.full && !quick;
     let reps = args.reps.unwrap_or(if quick { 2 } else { 4 }).max(1);
     let secs = args.chunk_secs.unwrap_or(if quick {
-        0.05
+        0.1
     } else if full {
         0.5
     } else {
-        0.25
+        0.4
     });
     let batches: Vec<usize> = if full {
         vec![1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -372,7 +371,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let title = format!("{}: Mpps vs vector size B (b = 1 and b = B)", p.app);
-        plot::lines(&path, &title, "vector size B", "Mpps (median)", &series)?;
+        plot_lines(&path, &title, "vector size B", "Mpps (median)", &series)?;
     }
     if let Some(path) = sitting.plot_path("l2-b") {
         let tables: Vec<usize> = plans
@@ -391,7 +390,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect();
         let title = format!("l2: Mpps vs sub-batch b at B = {FIXED_B}");
-        plot::lines(&path, &title, "sub-batch b", "Mpps (median)", &series)?;
+        plot_lines(&path, &title, "sub-batch b", "Mpps (median)", &series)?;
     }
 
     let points: Vec<_> = pts

@@ -283,3 +283,18 @@ pub fn spread(v: &[f64]) -> [f64; 3] {
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     [median(v), lo, hi]
 }
+
+/// [`plot::lines`](crate::plot::lines), creating the plot's directory first (the extra
+/// plots are drawn before `Sitting::finish` creates the data directory).
+pub fn plot_lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Res<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    crate::plot::lines(path, title, x_desc, y_desc, series)
+}
