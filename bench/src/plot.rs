@@ -112,7 +112,7 @@ pub fn lines(
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((x0..x1).log_scale().base(2.0).zero_point(x0), 0.0..y1)?;
+        .build_cartesian_2d((x0..x1).log_scale().base(2.0), 0.0..y1)?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
