@@ -1,9 +1,9 @@
-//! Measurement graphs shared by the benches and the measuring examples.
+//! Measurement graphs shared by the benches and the measuring tool (`pktvec-bench`).
 //!
 //! * [`topologies`] / [`build`]: the topologies of DPDK's `graph_perf_autotest`, rebuilt on
-//!   pktvec, for dispatch overhead (`benches/graph_overhead.rs`, `examples/graph_perf.rs`).
+//!   pktvec, for dispatch overhead (`benches/graph_overhead.rs`, `pktvec-bench dispatch`).
 //! * [`prefetch_graph`]: a header-touching node over a large pool visited in random order,
-//!   for the prefetching loop (`benches/prefetch_loop.rs`, `examples/prefetch_perf.rs`).
+//!   for the prefetching loop (`benches/prefetch_loop.rs`, `pktvec-bench prefetch`).
 //!
 //! As in DPDK's test, the "packets" are buffer indices that no node dereferences: sources
 //! emit a burst of indices, one-arc workers hand their whole vector to the next node,
