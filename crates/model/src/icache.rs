@@ -9,7 +9,7 @@
 //! * **Measured lines** ([`CodeLine`]): every 64-byte line of code a calibration run
 //!   executed, its owner (a node, the dispatcher, the batcher and its packet source) and
 //!   how often it ran per call and per packet of its owner
-//!   (`scripts/model_footprints.py`: callgrind `--dump-instr=yes` on a few settings).
+//!   (callgrind `--dump-instr=yes` on a few settings).
 //! * **Touch rates** ([`CodeLine::touch_rate`]): for a setting, the owner's calls and
 //!   packets per packet of traffic ([`NodeRate`]) give each line's touches per packet: a
 //!   line run on every call is touched once per call; a rarer one (a branch taken by few
@@ -27,8 +27,7 @@
 //!   (each call its owner's lines, rarer lines drawn with [`CodeLine::touch_probability`])
 //!   through an exact set-associative LRU, as cachegrind simulates it: which lines of an
 //!   overfull set come between two touches then follows from the order, not from rates
-//!   (`examples/tune/cache.rs` builds the order from the batcher's and `Graph::drain`'s
-//!   rules).
+//!   (the caller builds the order from the batcher's and `Graph::drain`'s rules).
 //!
 //! * **Order inside a call** ([`LineOrder`], [`call_events`],
 //!   [`TraceReplay::call_ordered`]): where each line runs inside its owner's calls
@@ -417,11 +416,10 @@ impl TraceReplay {
     }
 }
 
-/// Where a line runs inside a call of its owner, measured (`scripts/model_footprints.py`:
-/// valgrind lackey's instruction trace on the calibration runs): the mean relative
-/// positions (0 = the call's start, 1 = its end) of its first and last touch, and the
-/// share of calls in which it ran at two separate moments (touched again after other
-/// lines of the call).
+/// Where a line runs inside a call of its owner, measured (valgrind lackey's instruction
+/// trace on the calibration runs): the mean relative positions (0 = the call's start,
+/// 1 = its end) of its first and last touch, and the share of calls in which it ran at two
+/// separate moments (touched again after other lines of the call).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LineOrder {
     /// Mean relative position of the line's first touch in a call.
@@ -459,7 +457,7 @@ pub fn call_events(orders: &[LineOrder]) -> Vec<usize> {
 
 /// Which calibration family's lines a call of `n` packets runs, for a replay whose
 /// families were measured at calls of 1 (narrow), 2 (dual), 7 (small), 64 (wide) and 256
-/// (huge) packets (`scripts/model_footprints.py`).
+/// (huge) packets.
 ///
 /// pktvec's loops decide it (`graph/src/loops.rs`, `Context::enqueue_frame`): the quad
 /// loop runs its 4-wide body while 4 or more packets are left, then the 2-wide body for
