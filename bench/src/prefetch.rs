@@ -26,6 +26,8 @@ const DISTANCES: [usize; 5] = [0, 2, 4, 8, 16];
 /// `GraphConfig::prefetch_distance`'s default: the headline's distance.
 const DEFAULT_DISTANCE: usize = 4;
 
+/// The largest pool measured (2^20 buffers, 2.2 GiB).
+const MAX_BUFFERS: u32 = 1 << 20;
 /// Where [`DEFAULT_DISTANCE`] is in [`DISTANCES`].
 const DEFAULT_INDEX: usize = 2;
 
@@ -39,6 +41,8 @@ fn prev_power_of_two(n: usize) -> u32 {
 #[derive(Serialize, Debug)]
 struct Pool {
     label: String,
+    /// The headline row's case.
+    case: String,
     buffers: u32,
     mib: f64,
     cycles_per_packet: Vec<f64>,
@@ -77,10 +81,17 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         |bytes: usize| -> u32 { ((bytes / BYTES_PER_BUFFER).max(256) as u32).next_power_of_two() };
     let mut pools = vec![
         (prev_power_of_two(l2 * 3 / 4 / BYTES_PER_BUFFER), "in L2"),
-        (buffers_for(4 * llc), "4x the LLC"),
+        (buffers_for(4 * llc), "4x LLC"),
     ];
     if !quick {
-        pools.push((buffers_for(16 * llc), "16x the LLC"));
+        pools.push((buffers_for(16 * llc), "16x LLC"));
+    }
+    // A machine with a very large last-level cache: at most 2^20 buffers (2.2 GiB) a pool.
+    for (b, _) in pools.iter_mut() {
+        if *b > MAX_BUFFERS {
+            println!("pool of {} buffers capped at {MAX_BUFFERS}", *b);
+            *b = MAX_BUFFERS;
+        }
     }
     println!(
         "cycles per packet, whole graph (source + ip4-ttl + sink), median of {passes} passes over the pool"
@@ -96,11 +107,13 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut results = Vec::new();
     for (buffers, where_) in pools {
         let mib = buffers as f64 * BYTES_PER_BUFFER as f64 / (1 << 20) as f64;
-        let label = if mib < 10.0 {
-            format!("{buffers} buffers, {mib:.1} MiB ({where_})")
+        let size = if mib < 10.0 {
+            format!("{mib:.1} MiB")
         } else {
-            format!("{buffers} buffers, {mib:.0} MiB ({where_})")
+            format!("{mib:.0} MiB")
         };
+        let label = format!("{buffers} buffers, {size} ({where_})");
+        let case = format!("{size} pool ({where_}), d={DEFAULT_DISTANCE}");
         let mut g = prefetch_graph(buffers)?;
         let turns = (buffers as usize / 256).max(64);
         let mut row = Vec::new();
@@ -134,6 +147,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let at_default = row[DEFAULT_INDEX];
         results.push(Pool {
             label,
+            case,
             buffers,
             mib,
             best_distance: DISTANCES[best_i],
@@ -150,6 +164,9 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     if let Some(path) = sitting.plot_path("distance") {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         let series: Vec<(String, Vec<(f64, f64)>)> = results
             .iter()
             .map(|p| {
@@ -175,7 +192,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map(|p| {
             let at_default = p.cycles_per_packet[DEFAULT_INDEX];
             Headline::cost(
-                &format!("{}, d={DEFAULT_DISTANCE}", p.label),
+                &p.case,
                 "cycles/packet",
                 at_default,
                 "no prefetch (distance 0)",
