@@ -1,7 +1,7 @@
 //! Dispatch overhead on the topologies of DPDK's `graph_perf_autotest` (see
 //! `pktvec::perf`): one iteration = one walk (every node called once). Criterion reports
 //! time per walk and packets per second; cycles per node call = time × TSC rate / node
-//! calls per walk. `examples/graph_perf.rs` prints those units directly, next to DPDK's.
+//! calls per walk. `pktvec-bench dispatch` prints those units directly, next to DPDK's.
 //!
 //! ```text
 //! cargo bench --bench graph_overhead

@@ -12,7 +12,7 @@
 //! PKTVEC_HASH_SIZES=1K,1M cargo bench --bench hash_table     # a subset (K = 2^10, M = 2^20)
 //! ```
 //! Throughput is in lookups (512 per iteration). Cycle figures and the rte_hash comparison:
-//! `examples/hash_perf.rs`, docs/results/lookup-hash.md.
+//! `pktvec-bench hash`, docs/results/lookup-tables.md.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pktvec::lookup::hash::{hash_u64, HashTable, MacTable};
@@ -22,7 +22,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::hint::black_box;
 use std::time::Duration;
 
-/// Distinct pseudo-random MACs (a bijection of 48-bit integers, as in `hash_perf`).
+/// Distinct pseudo-random MACs (a bijection of 48-bit integers, as in `pktvec-bench hash`).
 fn mac(i: u64) -> MacAddr {
     const M: u64 = (1 << 48) - 1;
     let mut x = i.wrapping_add(0x1234_5678_9abc) & M;

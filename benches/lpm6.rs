@@ -10,7 +10,7 @@
 //!
 //! Every iteration looks up one vector of 256 keys (throughput is in keys), walking through a
 //! 1M-key array so the table lines are as cold as they are for real traffic. The DPDK
-//! comparison on the same routes and keys is `examples/lpm6_perf.rs --dpdk`.
+//! comparison on the same routes and keys is `pktvec-bench lpm6`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pktvec::lookup::ipv6::Lpm6;

@@ -6,7 +6,7 @@
 //! ```text
 //! cargo bench --bench prefetch_loop
 //! ```
-//! Results: docs/results/graph-overhead.md (and `examples/prefetch_perf.rs` for the plot).
+//! Results: docs/results/dispatch.md (`pktvec-bench prefetch`).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pktvec::perf::{prefetch_graph, BYTES_PER_BUFFER};

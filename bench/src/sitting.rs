@@ -266,6 +266,8 @@ impl Sitting {
             } else {
                 format!("{}-{what}.svg", self.area)
             };
+            // the caller draws into it before `finish` creates it for the data file
+            let _ = std::fs::create_dir_all(&self.common.data_dir);
             self.common.data_dir.join(name)
         })
     }

@@ -25,7 +25,7 @@
 //!   same line); a /24 with longer prefixes points to its master group. The read path of a
 //!   1M-prefix BGP table is 5–10 MiB instead of the master's 64 MiB, and a random lookup
 //!   makes one far access plus one into the 1 MiB directory: see
-//!   `docs/results/lookup-ipv4.md`. The vector lookups stage a sub-batch (read every
+//!   `docs/results/lookup-tables.md`. The vector lookups stage a sub-batch (read every
 //!   directory entry and prefetch its record, rank every key and prefetch every value,
 //!   read the values).
 //!
@@ -190,7 +190,7 @@ impl Default for Lpm4Config {
 /// (`PREFETCHT1`), smaller ones into L1. On Zen 4, L2 prefetches are 1.5–1.7× faster on a
 /// uniformly placed 1M table at every sub-batch and 8–20% faster on real tables at
 /// b = 256, while L1 is 5–12% faster on real tables at b ≤ 32 (see
-/// `docs/results/lookup-ipv4.md`). `L1` and `L2` force one level, to compare or for CPUs
+/// `docs/results/lookup-tables.md`). `L1` and `L2` force one level, to compare or for CPUs
 /// that behave otherwise.
 ///
 /// ```
@@ -616,7 +616,7 @@ impl Lpm4 {
 
     /// The vector lookup to use: [`lookup_vector_raw`](Self::lookup_vector_raw) with
     /// sub-batches of [`DEFAULT_SUB_BATCH`] keys (the fastest loop measured, see
-    /// `docs/results/lookup-ipv4.md`), `None` for no route. Processes
+    /// `docs/results/lookup-tables.md`), `None` for no route. Processes
     /// `min(keys.len(), out.len())` keys.
     ///
     /// ```
@@ -755,7 +755,7 @@ impl Lpm4 {
     /// The DIR-24-8 master's own read path (64 MiB first level), software-pipelined with a
     /// prefetch `d` keys ahead (`d` clamped to `1..=64`), [`MISS`] for no route. Not
     /// what lookups use: kept to measure the compressed read path against (see
-    /// `docs/results/lookup-ipv4.md`). Processes `min(keys.len(), out.len())` keys.
+    /// `docs/results/lookup-tables.md`). Processes `min(keys.len(), out.len())` keys.
     ///
     /// ```
     /// use pktvec_lookup::ipv4::{Lpm4, MISS};

@@ -715,7 +715,7 @@ pub const IPV4_BGP_NEIGHBOUR_BITS_HISTOGRAM: &[(u8, u32)] = &[
 /// the rest start a new cluster in a /8 drawn from
 /// [`IPV4_BGP_PER_SLASH8`]. This is the model's one free parameter, chosen so that the
 /// generated 1M table's share of single-run /18 quarters matches tier1's (see
-/// `docs/results/lookup-ipv4.md`).
+/// `docs/results/lookup-tables.md`).
 ///
 /// ```
 /// assert!(pktvec_lookup::routes::IPV4_CLUSTERED_NEIGHBOUR_PERMILLE <= 1000);

@@ -19,7 +19,7 @@ pub fn prefetch_read<T>(value: &T) {
 /// (and the levels beyond it), but not into L1: `PREFETCHT1` on x86.
 ///
 /// For lookups that fetch many far lines ahead of their use: measured on Zen 4 (see
-/// `docs/results/lookup-ipv4.md`), the staged IPv4 lookup of 256 keys on a table where
+/// `docs/results/lookup-tables.md`), the staged IPv4 lookup of 256 keys on a table where
 /// nearly every key reads its own record line runs 1.5–1.7× faster with this hint than
 /// with [`prefetch_read`]; the later read then hits L2. For a few lines needed soon,
 /// [`prefetch_read`] is the better hint.

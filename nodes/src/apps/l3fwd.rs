@@ -104,7 +104,7 @@ pub struct L3fwdConfig {
     /// Sub-batch size of `ip4-lookup`'s staged LPM lookup; `None`: the graph's
     /// (`GraphConfig::sub_batch`). Default 64: the compressed IPv4 LPM prefetches one table
     /// level for a whole sub-batch before reading it, and its loads only overlap enough
-    /// with `b >= 64` (see `docs/results/applications.md`), while the graph's default
+    /// with `b >= 64` (see `docs/results/forwarders.md`), while the graph's default
     /// (16) is what the L2 and IPv6 hash-style lookups want.
     pub ip4_lookup_sub_batch: Option<usize>,
     /// Our IPv4 addresses: ARP requests for them are answered.

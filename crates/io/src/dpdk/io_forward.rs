@@ -7,7 +7,7 @@
 //! and nothing else: no graph, no buffer pool, no per-packet work. Running it in the same
 //! process as a graph, on ports of the same mempool, in slices that alternate with the
 //! graph's, gives a ratio of the two in one run whose slices are a fraction of a second
-//! apart (`dpdk_io --interleave`), where two processes run seconds apart on this
+//! apart (`pktvec-bench dpdk-io`), where two processes run seconds apart on this
 //! machine drift by ±20%.
 
 use super::port::Port;

@@ -643,7 +643,7 @@ impl Mempool {
         // creation places each 2,368-byte object at the start of its own 4 KiB page when
         // there are no hugepages (`--no-huge`), so every mbuf header falls into the same L1
         // set (8 ways) and the same 32 of the L2's 2,048 sets, and a vector of 256 packets
-        // in flight thrashes both (docs/results/dpdk.md, "net_pcap"). Packed back to back
+        // in flight thrashes both (docs/results/dpdk-io.md). Packed back to back
         // (a stride of 37 cache lines) they spread over every set, as with hugepages.
         // SAFETY: the EAL is initialised (`_eal`); a plain query.
         let iova_va = unsafe { sys::rte_eal_iova_mode() } == sys::RTE_IOVA_VA;

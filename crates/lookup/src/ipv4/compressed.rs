@@ -28,7 +28,7 @@
 //!
 //! 3-byte values and the placement below shrink the read path of a uniformly placed 1M
 //! table (`routes::generate_ipv4`) from 11.5 to 9.3 MiB besides its second-level groups,
-//! and of the clustered and real tables by 17–18%: see `docs/results/lookup-ipv4.md`.
+//! and of the clustered and real tables by 17–18%: see `docs/results/lookup-tables.md`.
 //!
 //! # Updates: a sequence counter, with the master as the fallback
 //!
@@ -153,7 +153,7 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
 }
 
 /// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
-/// that separates the cases measured in `docs/results/lookup-ipv4.md` (L2 prefetches
+/// that separates the cases measured in `docs/results/lookup-tables.md` (L2 prefetches
 /// faster above it, slower or equal below).
 const L2_PREFETCH_RECORDS: u64 = 12;
 
@@ -162,7 +162,7 @@ const L2_PREFETCH_RECORDS: u64 = 12;
 /// least [`L2_PREFETCH_RECORDS`] record lines (`b · records / QUARTERS`; keys in
 /// single-run quarters fetch no record). Never for a table without records.
 ///
-/// Measured on Zen 4 (`docs/results/lookup-ipv4.md`, one sitting, both levels forced):
+/// Measured on Zen 4 (`docs/results/lookup-tables.md`, one sitting, both levels forced):
 /// on the uniform 1M table (98% of the quarters have records: L2 from `b = 13`) L2 is
 /// 1.5–1.7× faster at every `b` from 16 to 256; on the real and clustered tables (25–28%:
 /// L2 from `b = 44`–`48`) L1 is 5–12% faster at `b <= 32`, the two are even at `b = 64`,
