@@ -41,7 +41,7 @@ impl BurstSource for Phased {
     }
 }
 
-/// l3fwd behind the path batcher (off: the graph runs as plain l3fwd), and its traffic switch.
+/// l3fwd behind the path batcher, and its traffic switch.
 fn build(routes: usize) -> Result<(Graph, Arc<AtomicUsize>), Box<dyn std::error::Error>> {
     let mut c = L3fwdConfig::default(); // the IPv4 lookup follows the graph's sub-batch:
     (c.route_count, c.route6_count, c.ip4_lookup_sub_batch) = (routes, routes / 5, None);
@@ -57,19 +57,16 @@ fn build(routes: usize) -> Result<(Graph, Arc<AtomicUsize>), Box<dyn std::error:
     let mixed = format!("order = \"alternating\"\n[mix]\nipv4 = 1.0\nipv6 = 1.0\n{t}");
     let phases = vec![gen(&format!("[mix]\nipv4 = 1.0\n{t}"))?, gen(&mixed)?];
     let phase = Arc::new(AtomicUsize::new(0));
-    let mut cfg = BatcherConfig::default();
-    cfg.enabled = false;
     let mut b = GraphBuilder::new(GraphConfig::default());
     let src = Phased(phases, vec![0, 0], phase.clone());
-    b.add("batcher", Batcher::new(src, cfg));
+    b.add("batcher", Batcher::new(src, BatcherConfig::default()));
     let nodes = app.add_to(&mut b);
     b.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
         .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
     b.add(&nodes.output_to_tx.to, NullSink);
-    let mut pool = PoolConfig::default();
-    pool.buffers = 16384;
-    let pool = BufferPool::new(pool)?;
-    Ok((b.build(pool)?, phase))
+    let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+    tune::set_batching::<Phased>(&mut g, "batcher", tune::Batching::Off)?; // plain l3fwd
+    Ok((g, phase))
 }
 
 /// IPv4 routes (IPv6: a fifth), turns per window, windows per traffic phase.
