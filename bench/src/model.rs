@@ -223,7 +223,9 @@ pub fn run(args: Args) -> BoxResult<()> {
         &args.common,
     )?;
     let quick = sitting.quick();
-    let packets = args.packets.unwrap_or(if quick { 100_000 } else { 500_000 });
+    let packets = args
+        .packets
+        .unwrap_or(if quick { 100_000 } else { 500_000 });
     let reps = args.reps.unwrap_or(if quick { 3 } else { 9 });
     let recheck = args.recheck.unwrap_or(if quick { 5 } else { 11 });
     let mut rows = Vec::new();
