@@ -47,7 +47,7 @@ type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// The four cases: (name, forwarder, table entries).
 const CASES: [(&str, bool, usize); 4] = [
     ("l2fwd, 4,096 stations", true, 4096),
-    ("l2fwd, 1M stations", true, 1 << 20),
+    ("l2fwd, 4M stations", true, 4 << 20),
     ("l3fwd, 10,000 routes", false, 10_000),
     ("l3fwd, 500,000 routes", false, 500_000),
 ];
@@ -61,7 +61,8 @@ fn build(l2: bool, entries: usize) -> BoxResult<(Graph, usize)> {
             ..L2fwdConfig::default()
         })?;
         let gen = Generator::builder(TrafficProfile::from_toml(&format!(
-            "[mix]\nipv4 = 1.0\n[flows]\ncount = {entries}\n[sizes]\nfixed = 64\n[l2]\nhosts = {entries}\nports = 4\n"
+            "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {entries}\nports = 4\n",
+            entries.min(1 << 20)
         ))?)
         .build()?;
         let tx = app.add_to(&mut b).output_to_tx.to;
