@@ -16,7 +16,7 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
         return Ok(());
     }
     let height = 110 + 34 * rows.len() as u32;
-    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let max = rows
         .iter()
@@ -32,11 +32,11 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
         .caption(title, ("sans-serif", 15))
         .margin(10)
         .x_label_area_size(36)
-        .y_label_area_size(330)
+        .y_label_area_size(430)
         .build_cartesian_2d(0.0..max, (0..n).into_segmented())?;
     let labels: Vec<String> = rows
         .iter()
-        .map(|r| format!("{} ({})", shorten(&r.case, 34), shorten(&r.anchor_name, 18)))
+        .map(|r| format!("{} ({})", shorten(&r.case, 46), shorten(&r.anchor_name, 22)))
         .collect();
     chart
         .configure_mesh()

@@ -272,6 +272,28 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
             rec.title, rec.page, rec.command, rec.seconds, rec.machine.date
         );
     }
+    if let Some(first) = records.first() {
+        // one chart of every headline row (the README's plot)
+        let all = Record {
+            area: "scoreboard".into(),
+            title: "every area".into(),
+            page: "README.md".into(),
+            headline: records
+                .iter()
+                .flat_map(|r| {
+                    r.headline.iter().map(|h| Headline {
+                        case: format!("{}: {}", r.area, h.case),
+                        ..h.clone()
+                    })
+                })
+                .collect(),
+            detail: serde_json::Value::Null,
+            ..first.clone()
+        };
+        let svg = data_dir.join("scoreboard.svg");
+        crate::plot::ratios(&svg, &all)?;
+        written.push(svg);
+    }
     let readme = results.join("README.md");
     std::fs::write(&readme, s).map_err(|e| format!("{}: {e}", readme.display()))?;
     written.push(readme);
