@@ -1,6 +1,9 @@
-//! The batching / sub-batching model of seeds `000_*` §3.5 and `002_*` §3, per node.
+//! The batching / sub-batching model, per node: a vector spreads a node's per-call cost over
+//! its packets, and a sub-batch of prefetched lookups hides memory latency behind the other
+//! packets' work (after Bhardwaj et al., "A Performance Model for Automatic Optimization of
+//! Software Packet Processing Pipelines"; its section and equation numbers in brackets).
 //!
-//! Symbols follow `002_*` eq. (4)–(6): for vector (batch) size `B` and sub-batch `b`,
+//! Symbols follow the paper's eq. (4)–(6): for vector (batch) size `B` and sub-batch `b`,
 //! Θ ∝ Δcompute(B) + Δstall/B, Δcompute(B) = Δshared/B + Δnecessary (5),
 //! Δstall/B = Δfetch − Δhide/B (6). Here Δhide grows with the sub-batch as the work that
 //! overlaps the other `b − 1` keys' misses: Δstall(b)/b = Δfetch − Δhide·(b − 1)/b, never
@@ -57,8 +60,8 @@ pub struct Stall {
     pub delta_sub: f64,
     /// The sub-batch span over which Δhide is reached: a miss is overlapped by the work of
     /// the other b − 1 keys of its sub-batch, so the hidden part grows linearly with b until
-    /// that work covers the whole latency, Δhide·min(1, (b − 1)/span) (seed `000_*`
-    /// Algorithm 1: the sub-batch must be long enough for the prefetches to land). 0: the
+    /// that work covers the whole latency, Δhide·min(1, (b − 1)/span) (the sub-batch must be long enough for
+    /// the prefetches to land before their keys are used). 0: the
     /// seeds' saturating form Δhide·(b − 1)/b (the calibration picks the form that fits).
     #[serde(default)]
     pub hide_span: f64,

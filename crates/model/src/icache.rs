@@ -1,7 +1,7 @@
-//! I1 misses from measured code lines on a set-associative LRU cache (the I of seed
-//! `001_*` eq. 2, with the footprint taken from the binary as it runs).
+//! I1 misses from measured code lines on a set-associative LRU cache (the code-fetch term I
+//! of the path-batcher model, with the footprint taken from the binary as it runs).
 //!
-//! The seed's I = ⌈P/L⌉·A_M·W charges every call of a node its whole footprint P. That
+//! The model's I = ⌈P/L⌉·A_M·W charges every call of a node its whole footprint P. That
 //! holds when the code run between two calls of the node is far larger than the L1i (every
 //! line is gone by the next call); when it nearly fits, a footprint cannot say which lines
 //! survive. This module works line by line instead:

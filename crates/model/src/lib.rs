@@ -5,11 +5,11 @@
 //!
 //! * [`probe`]: cache line and cache sizes (sysfs), TSC rate, memory latency (pointer
 //!   chase) and memory-level parallelism (several chases at once).
-//! * [`batching`]: seeds `000_*` §3.5 / `002_*` §3: per-packet cost
+//! * [`batching`]: what vectors and sub-batches save, per node: per-packet cost
 //!   Θ(B, b) = Δcompute(B) + Δstall(b)/b with Δcompute(B) = Δshared/B + Δnecessary and
 //!   Δstall/B = Δfetch − Δhide/B, plus the sub-batch's own cost Δsub·(b − 1) that Δhide
 //!   does not offset on cache-resident tables, and throughput = min(c, f_mem, f_dma).
-//! * [`ppb`]: seed `001_*` eq. 1–5: O_node = s·B_i + I + D, I = ⌈P/L⌉·A_M·W,
+//! * [`ppb`]: what batching by path saves (the path-batcher model): O_node = s·B_i + I + D, I = ⌈P/L⌉·A_M·W,
 //!   D = k·⌈64/L⌉·A_M·W, O_vec, O_total; expected paths per vector for a traffic mix; I1
 //!   and D1 misses per packet with and without the path batcher
 //!   ([`ppb::misses_per_packet`]); cycles per packet with the batcher off or at a batch

@@ -1,4 +1,7 @@
-//! The path-batcher overhead model of seed `001_*` §II-B, eq. (1)–(5).
+//! The path-batcher overhead model: what a vector costs each node it visits (per-packet work,
+//! plus the code and packet lines it fetches), so that batching packets by path saves the
+//! code fetches of nodes a mixed vector would visit (after Yan et al., "PPB: a Path-based
+//! Packet Batcher to Accelerate Vector Packet Processor", eq. (1)–(5)).
 //!
 //! O_node(i) = s_i·B_i + I + D (1); I = ⌈P/L⌉·A_M·W (2); D = k_i·⌈64/L⌉·A_M·W (3);
 //! O_vec(j) = Σ_i O_node(i) over the d_j nodes vector j visits (4);
@@ -464,7 +467,7 @@ pub struct NodeLoad {
     pub mixed: f64,
 }
 
-/// The PPB model of seed `001_*` §II-B in cycles: a graph behind the path batcher, its
+/// The path-batcher model in cycles: a graph behind the path batcher, its
 /// paths, and each node's calibrated [`CallCost`]. The cost of a packet is
 /// Σ_i calls_i·per_call_i + q_i·per_packet_i, where q_i is the share of the packets that
 /// visit node i and calls_i its expected calls per packet: with the batcher off a vector
