@@ -122,7 +122,7 @@ pub struct Headline {
     pub unit: String,
     /// pktvec's value.
     pub pktvec: f64,
-    /// What pktvec is set against ("rte_lpm_lookup_bulk", "seed 000 Fig. 4").
+    /// What pktvec is set against ("rte_lpm_lookup_bulk", "paper's Fig. 4").
     pub anchor_name: String,
     /// The anchor's value.
     pub anchor: f64,
