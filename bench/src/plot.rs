@@ -43,18 +43,22 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
         .disable_y_mesh()
         .y_labels(rows.len())
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+            SegmentValue::CenterOf(i) => labels
+                .get((n - 1 - *i) as usize)
+                .cloned()
+                .unwrap_or_default(),
             _ => String::new(),
         })
         .x_desc("ratio (> 1: pktvec better)")
         .draw()?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+        // red: below its target, or below parity where there is no target
         let color = match r.met() {
             Some(false) => RGBColor(214, 96, 77),
-            _ if r.ratio < 1.0 => RGBColor(214, 96, 77),
+            None if r.ratio < 1.0 => RGBColor(214, 96, 77),
             _ => RGBColor(67, 147, 195),
         };
-        let i = i as i32;
+        let i = n - 1 - i as i32; // the first row on top
         Rectangle::new(
             [
                 (0.0, SegmentValue::Exact(i)),
@@ -66,7 +70,10 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
         Text::new(
             format!("{:.2}×", r.ratio),
-            (r.ratio + max * 0.01, SegmentValue::CenterOf(i as i32)),
+            (
+                r.ratio + max * 0.01,
+                SegmentValue::CenterOf(n - 1 - i as i32),
+            ),
             ("sans-serif", 12),
         )
     }))?;
@@ -76,7 +83,7 @@ pub fn ratios(path: &Path, record: &Record) -> PlotResult {
     )))?;
     for (i, r) in rows.iter().enumerate() {
         if let Some(t) = r.target {
-            let i = i as i32;
+            let i = n - 1 - i as i32;
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(t, SegmentValue::Exact(i)), (t, SegmentValue::Exact(i + 1))],
                 RGBColor(60, 60, 60).stroke_width(2),

@@ -28,7 +28,8 @@ pub struct Common {
 
 /// `docs/results/data` of this checkout.
 pub fn default_data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results/data")
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+    bench.parent().unwrap_or(bench).join("docs/results/data")
 }
 
 /// The machine a sitting ran on.
@@ -310,7 +311,25 @@ impl Sitting {
 pub fn command_line() -> String {
     let mut args = std::env::args();
     let _ = args.next();
-    let rest: Vec<String> = args
+    // what only locates this checkout or a scoreboard's children (`--lock ''`, the default
+    // data directory) is left out: the command reads as a user would type it
+    let default_dir = default_data_dir();
+    let mut kept = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--lock" {
+            let _ = args.next();
+        } else if a == "--data-dir" {
+            match args.next() {
+                Some(d) if Path::new(&d) == default_dir => {}
+                Some(d) => kept.extend([a, d]),
+                None => kept.push(a),
+            }
+        } else {
+            kept.push(a);
+        }
+    }
+    let rest: Vec<String> = kept
+        .into_iter()
         .map(|a| {
             if a.contains(' ') || a.is_empty() {
                 format!("'{a}'")
