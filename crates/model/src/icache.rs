@@ -469,15 +469,16 @@ pub fn call_events(orders: &[LineOrder]) -> Vec<usize> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SizeRule {
     /// Without a small family: 1 narrow, 2–3 dual, 4–96 wide, > 96 huge.
-    Session8,
+    #[serde(alias = "Session8")]
+    NoSmallFamily,
     /// Calls of 4–15 packets run the small family's lines as measured; others as
-    /// [`SizeRule::Session8`].
+    /// [`SizeRule::NoSmallFamily`].
     Small,
     /// The loop structure: calls of 4–15 packets the small family's lines, without its
     /// remainder lines ([`TailLine::remainder`]) when n mod 4 = 0; calls of more than 15
     /// that are not a multiple of 16 the wide (> 96: huge) lines plus the small family's
     /// tail lines ([`TailLine::tail`]; the remainder ones only when n mod 4 ≠ 0); calls
-    /// of 1–3 and multiples of 16 as [`SizeRule::Session8`].
+    /// of 1–3 and multiples of 16 as [`SizeRule::NoSmallFamily`].
     Tail,
 }
 
@@ -550,7 +551,7 @@ impl SizeRule {
     /// assert_eq!(r.lines(40, all), CallLines::Wide { tail: Tail::NoRemainder });
     /// assert_eq!(r.lines(45, all), CallLines::Wide { tail: Tail::All });
     /// assert_eq!(r.lines(200, all), CallLines::Huge { tail: Tail::NoRemainder });
-    /// assert_eq!(SizeRule::Session8.lines(8, all), CallLines::Wide { tail: Tail::None });
+    /// assert_eq!(SizeRule::NoSmallFamily.lines(8, all), CallLines::Wide { tail: Tail::None });
     /// assert_eq!(SizeRule::Small.lines(8, all), CallLines::Small { remainder: true });
     /// ```
     pub fn lines(self, n: usize, have: Families) -> CallLines {
@@ -571,7 +572,7 @@ impl SizeRule {
         }
         let whole = n % Self::WIDTH == 0;
         match self {
-            SizeRule::Session8 => old,
+            SizeRule::NoSmallFamily => old,
             SizeRule::Small if n < Self::CHUNK => CallLines::Small { remainder: true },
             SizeRule::Small => old,
             SizeRule::Tail if n < Self::CHUNK => CallLines::Small { remainder: !whole },
@@ -817,7 +818,7 @@ mod tests {
         };
         for n in 1..=300usize {
             let got = SizeRule::Tail.lines(n, all);
-            let old = SizeRule::Session8.lines(n, all);
+            let old = SizeRule::NoSmallFamily.lines(n, all);
             match n {
                 1 => assert_eq!(got, CallLines::Narrow),
                 2 | 3 => assert_eq!(got, CallLines::Dual),
