@@ -69,6 +69,9 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 .arg(&args.common.data_dir);
             if args.common.quick {
                 cmd.arg("--quick");
+            } else if area == "batcher" && has_valgrind() {
+                // the batcher's cache misses per packet (the path-batching paper's Fig. 5)
+                cmd.arg("--cachegrind");
             }
             if args.common.no_save {
                 cmd.arg("--no-save");
@@ -92,6 +95,14 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Err(format!("areas that failed: {}", failed.join(", ")).into())
     }
+}
+
+/// Whether valgrind (for `batcher --cachegrind`) is installed.
+fn has_valgrind() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// The headline rows as a plain-text table for the terminal.
