@@ -153,23 +153,27 @@ fn target(r: &Headline) -> String {
     }
 }
 
+/// One headline row's markdown cells, `| case | pktvec unit | anchor | anchor's | ratio | target`.
+fn cells(r: &Headline) -> String {
+    format!(
+        "| {} | {} {} | {} | {} | **{:.2}×** | {}",
+        r.case,
+        value(r.pktvec),
+        r.unit,
+        r.anchor_name,
+        value(r.anchor),
+        r.ratio,
+        target(r)
+    )
+}
+
 /// A markdown table of one area's headline rows.
 pub fn markdown_table(record: &Record) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "| case | pktvec | anchor | anchor's | ratio | target |");
     let _ = writeln!(s, "|---|---:|---|---:|---:|---|");
     for r in &record.headline {
-        let _ = writeln!(
-            s,
-            "| {} | {} {} | {} | {} | **{:.2}×** | {} |",
-            r.case,
-            value(r.pktvec),
-            r.unit,
-            r.anchor_name,
-            value(r.anchor),
-            r.ratio,
-            target(r)
-        );
+        let _ = writeln!(s, "{} |", cells(r));
     }
     let _ = writeln!(
         s,
@@ -236,17 +240,7 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                s,
-                "| {area} | {} | {} {} | {} | {} | **{:.2}×** | {} | {when} |",
-                r.case,
-                value(r.pktvec),
-                r.unit,
-                r.anchor_name,
-                value(r.anchor),
-                r.ratio,
-                target(r)
-            );
+            let _ = writeln!(s, "| {area} {} | {when} |", cells(r));
         }
     }
     let missing: Vec<&str> = AREAS
