@@ -19,12 +19,15 @@ mod c_harness;
 mod dispatch;
 mod dpdk_io;
 mod forwarders;
+mod handoff;
 mod hash;
 mod lpm4;
 mod lpm6;
 mod model;
+mod multicore;
 mod plot;
 mod prefetch;
+mod rss;
 mod scoreboard;
 mod seed_figures;
 mod sitting;
@@ -59,6 +62,12 @@ enum Cmd {
     Batcher(batcher::Args),
     /// Overhead model: calibrate, predict, tune; prediction error and tuner quality
     Model(model::Args),
+    /// Software RSS (Toeplitz hash) vs DPDK rte_softrss (dpdk-test thash_perf_autotest)
+    Rss(rss::Args),
+    /// Handoff between two cores through SPSC rings vs DPDK rte_ring (ring_perf_autotest)
+    Handoff(handoff::Args),
+    /// Forwarders on 1..N workers: the scaling curve
+    Multicore(multicore::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
 }
@@ -76,6 +85,9 @@ fn main() {
         Cmd::DpdkIo(a) => dpdk_io::run(a),
         Cmd::Batcher(a) => batcher::run(a),
         Cmd::Model(a) => model::run(a),
+        Cmd::Rss(a) => rss::run(a),
+        Cmd::Handoff(a) => handoff::run(a),
+        Cmd::Multicore(a) => multicore::run(a),
         Cmd::Scoreboard(a) => scoreboard::run(a),
     };
     if let Err(e) = result {
