@@ -1,1 +1,467 @@
-//! Being written.
+//! Workers: one graph per worker thread, each built by the same function (so each has its
+//! own node state and buffer pool), pinned to its own core, run until its inputs are
+//! exhausted or it is told to stop, and reported on: per-worker runtime and error tables,
+//! their totals (like VPP's `show runtime` per thread and summed), conservation summed
+//! over workers, and the load imbalance. A worker that fails to build or panics is an
+//! error for the caller, never a hang: the others are stopped and joined.
+//!
+//! ```
+//! use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+//! use pktvec_graph::{GraphBuilder, GraphConfig};
+//! use pktvec_packet::{BufferPool, PoolConfig};
+//! use pktvec_workers::runtime::{Workers, WorkersConfig};
+//!
+//! // Two workers, each replaying 10,000 frames through its own graph.
+//! let report = Workers::run(WorkersConfig::new(2), |w| {
+//!     let mut b = GraphBuilder::new(GraphConfig::default());
+//!     b.add("source", PacketSource::new(vec![vec![w.id as u8; 64]]).with_limit(10_000));
+//!     b.add("tx", NullSink);
+//!     b.set_next("source", SourceNext::Out, "tx");
+//!     Ok(b.build(BufferPool::new(PoolConfig::default())?)?)
+//! })?;
+//! assert_eq!(report.workers.len(), 2);
+//! assert_eq!(report.conservation().input, 20_000);
+//! assert!(report.conservation().is_balanced());
+//! println!("{}", report.runtime()); // the totals; report.workers[i].runtime per worker
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use pktvec_graph::stats::{ErrorRow, RuntimeRow};
+use pktvec_graph::{Conservation, ErrorTable, Graph, RuntimeTable};
+use serde::Serialize;
+
+/// How many workers and where they run.
+#[derive(Clone, Debug)]
+pub struct WorkersConfig {
+    /// Number of workers (threads, one graph each), at least 1.
+    pub workers: usize,
+    /// Pin worker `i` to core `(first_core + i) mod cores` (`core_affinity`).
+    pub pin: bool,
+    /// The core of worker 0 when pinning.
+    pub first_core: usize,
+}
+
+impl WorkersConfig {
+    /// `workers` workers, pinned from core 0.
+    ///
+    /// ```
+    /// let cfg = pktvec_workers::runtime::WorkersConfig::new(4);
+    /// assert!(cfg.pin && cfg.first_core == 0);
+    /// ```
+    pub fn new(workers: usize) -> Self {
+        WorkersConfig {
+            workers,
+            pin: true,
+            first_core: 0,
+        }
+    }
+}
+
+/// What a worker's build function learns about the worker it builds for.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerInfo {
+    /// Index of the worker, 0..workers.
+    pub id: usize,
+    /// Number of workers.
+    pub workers: usize,
+    /// The core it is pinned to, if pinned.
+    pub core: Option<usize>,
+}
+
+/// Why a run of workers failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// `workers` was 0.
+    #[error("at least one worker is needed")]
+    NoWorkers,
+    /// The build function returned an error for a worker.
+    #[error("worker {worker}: building its graph failed: {message}")]
+    Build {
+        /// The worker.
+        worker: usize,
+        /// The build function's error, as text.
+        message: String,
+    },
+    /// A worker panicked (while building or forwarding).
+    #[error("worker {worker} panicked: {message}")]
+    Panicked {
+        /// The worker.
+        worker: usize,
+        /// The panic's message.
+        message: String,
+    },
+    /// The thread could not be started.
+    #[error("worker {worker}: spawning its thread failed: {message}")]
+    Spawn {
+        /// The worker.
+        worker: usize,
+        /// The OS error, as text.
+        message: String,
+    },
+}
+
+/// The error type a build function returns.
+pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One worker's end state.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerReport {
+    /// Index of the worker.
+    pub worker: usize,
+    /// The core it was pinned to, if pinned.
+    pub core: Option<usize>,
+    /// Its runtime table.
+    pub runtime: RuntimeTable,
+    /// Its drop counters.
+    pub errors: ErrorTable,
+    /// Packets its nodes made.
+    pub created: ErrorTable,
+    /// Its conservation.
+    pub conservation: Conservation,
+    /// Seconds it ran (build excluded).
+    pub seconds: f64,
+}
+
+/// The end state of all workers.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkersReport {
+    /// Per worker, in worker order.
+    pub workers: Vec<WorkerReport>,
+    /// Wall-clock seconds from the first worker's start to the last one's end.
+    pub seconds: f64,
+}
+
+/// Load imbalance between workers: max over mean (1.0 = perfectly even).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Imbalance {
+    /// Of the packets their inputs produced.
+    pub packets: f64,
+    /// Of the cycles their nodes were busy.
+    pub busy_cycles: f64,
+}
+
+impl WorkersReport {
+    /// Conservation summed over workers (each worker's must balance for the sum to).
+    pub fn conservation(&self) -> Conservation {
+        let mut c = Conservation {
+            input: 0,
+            created: 0,
+            output: 0,
+            dropped: 0,
+            dropped_without_buffer: 0,
+            dropped_by_reason: 0,
+            in_flight: 0,
+            buffers_in_use: 0,
+        };
+        for w in &self.workers {
+            let x = &w.conservation;
+            c.input += x.input;
+            c.created += x.created;
+            c.output += x.output;
+            c.dropped += x.dropped;
+            c.dropped_without_buffer += x.dropped_without_buffer;
+            c.dropped_by_reason += x.dropped_by_reason;
+            c.in_flight += x.in_flight;
+            c.buffers_in_use += x.buffers_in_use;
+        }
+        c
+    }
+
+    /// The runtime table summed over workers, node by node (rows in first-seen order).
+    pub fn runtime(&self) -> RuntimeTable {
+        let mut rows: Vec<RuntimeRow> = Vec::new();
+        for w in &self.workers {
+            for r in &w.runtime.rows {
+                match rows.iter_mut().find(|t| t.name == r.name) {
+                    Some(t) => {
+                        t.calls += r.calls;
+                        t.vectors += r.vectors;
+                        t.packets += r.packets;
+                        t.created += r.created;
+                        t.cycles += r.cycles;
+                    }
+                    None => rows.push(r.clone()),
+                }
+            }
+        }
+        let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        for t in &mut rows {
+            t.vectors_per_call = div(t.vectors, t.calls);
+            t.packets_per_vector = div(t.packets, t.vectors);
+            t.cycles_per_packet = div(t.cycles, t.packets);
+            t.cycles_per_call = div(t.cycles, t.calls);
+        }
+        let first = self.workers.first().map(|w| &w.runtime);
+        RuntimeTable {
+            rows,
+            tsc_hz: first.map_or(0.0, |r| r.tsc_hz),
+            vector_size: first.map_or(0, |r| r.vector_size),
+        }
+    }
+
+    /// The drop counters summed over workers, by (node, reason).
+    pub fn errors(&self) -> ErrorTable {
+        sum_tables(self.workers.iter().map(|w| &w.errors))
+    }
+
+    /// The packets nodes made, summed over workers, by (node, reason).
+    pub fn created(&self) -> ErrorTable {
+        sum_tables(self.workers.iter().map(|w| &w.created))
+    }
+
+    /// Packets all workers' inputs produced.
+    pub fn input_packets(&self) -> u64 {
+        self.conservation().input
+    }
+
+    /// Max over mean of the workers' input packets and busy cycles.
+    pub fn imbalance(&self) -> Imbalance {
+        let ratio = |xs: Vec<f64>| {
+            let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+            let max = xs.iter().cloned().fold(0.0, f64::max);
+            if mean > 0.0 {
+                max / mean
+            } else {
+                1.0
+            }
+        };
+        Imbalance {
+            packets: ratio(
+                self.workers
+                    .iter()
+                    .map(|w| w.conservation.input as f64)
+                    .collect(),
+            ),
+            busy_cycles: ratio(
+                self.workers
+                    .iter()
+                    .map(|w| w.runtime.total_cycles() as f64)
+                    .collect(),
+            ),
+        }
+    }
+}
+
+fn sum_tables<'a>(tables: impl Iterator<Item = &'a ErrorTable>) -> ErrorTable {
+    let mut rows: Vec<ErrorRow> = Vec::new();
+    for t in tables {
+        for r in &t.rows {
+            match rows
+                .iter_mut()
+                .find(|x| x.node == r.node && x.reason == r.reason)
+            {
+                Some(x) => x.count += r.count,
+                None => rows.push(r.clone()),
+            }
+        }
+    }
+    ErrorTable { rows }
+}
+
+impl fmt::Display for WorkersReport {
+    /// Each worker's runtime table, then the totals, the imbalance and conservation.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for w in &self.workers {
+            match w.core {
+                Some(c) => writeln!(f, "worker {} (core {c}):", w.worker)?,
+                None => writeln!(f, "worker {}:", w.worker)?,
+            }
+            writeln!(f, "{}", w.runtime)?;
+        }
+        if self.workers.len() > 1 {
+            writeln!(f, "all workers:\n{}", self.runtime())?;
+        }
+        let errors = self.errors();
+        if !errors.rows.is_empty() {
+            writeln!(f, "{errors}")?;
+        }
+        let i = self.imbalance();
+        writeln!(
+            f,
+            "imbalance (max / mean): packets {:.3}, busy cycles {:.3}",
+            i.packets, i.busy_cycles
+        )?;
+        write!(f, "conservation: {}", self.conservation())
+    }
+}
+
+/// Workers running: stop them, or wait for them.
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    handles: Vec<JoinHandle<Result<WorkerReport, WorkerError>>>,
+    start: Instant,
+}
+
+impl Workers {
+    /// Runs the workers until every graph is idle (its inputs exhausted, nothing pending)
+    /// and returns their report; the first worker error stops the others.
+    pub fn run<F>(cfg: WorkersConfig, build: F) -> Result<WorkersReport, WorkerError>
+    where
+        F: Fn(WorkerInfo) -> Result<Graph, BuildError> + Send + Sync + 'static,
+    {
+        Self::start(cfg, true, build)?.join()
+    }
+
+    /// Starts the workers forwarding until [`Running::stop`] (for endless inputs).
+    pub fn spawn<F>(cfg: WorkersConfig, build: F) -> Result<Running, WorkerError>
+    where
+        F: Fn(WorkerInfo) -> Result<Graph, BuildError> + Send + Sync + 'static,
+    {
+        Self::start(cfg, false, build)
+    }
+
+    fn start<F>(cfg: WorkersConfig, until_idle: bool, build: F) -> Result<Running, WorkerError>
+    where
+        F: Fn(WorkerInfo) -> Result<Graph, BuildError> + Send + Sync + 'static,
+    {
+        if cfg.workers == 0 {
+            return Err(WorkerError::NoWorkers);
+        }
+        let cores = if cfg.pin {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let build = Arc::new(build);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut running = Running {
+            stop: stop.clone(),
+            handles: Vec::with_capacity(cfg.workers),
+            start: Instant::now(),
+        };
+        for id in 0..cfg.workers {
+            let core = (!cores.is_empty()).then(|| cores[(cfg.first_core + id) % cores.len()]);
+            let info = WorkerInfo {
+                id,
+                workers: cfg.workers,
+                core: core.map(|c| c.id),
+            };
+            let (build, stop) = (build.clone(), stop.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("pktvec-worker-{id}"))
+                .spawn(move || {
+                    if let Some(c) = core {
+                        core_affinity::set_for_current(c);
+                    }
+                    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        worker(info, &*build, &stop, until_idle)
+                    }))
+                    .unwrap_or_else(|panic| {
+                        Err(WorkerError::Panicked {
+                            worker: id,
+                            message: panic_message(panic.as_ref()),
+                        })
+                    });
+                    if result.is_err() {
+                        // a failed worker stops the others: the caller gets the error, not a hang
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    result
+                });
+            match spawned {
+                Ok(h) => running.handles.push(h),
+                Err(e) => {
+                    running.stop();
+                    let _ = running.join();
+                    return Err(WorkerError::Spawn {
+                        worker: id,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(running)
+    }
+}
+
+/// The worker runtime (see the module docs).
+pub struct Workers;
+
+fn worker<F>(
+    info: WorkerInfo,
+    build: &F,
+    stop: &AtomicBool,
+    until_idle: bool,
+) -> Result<WorkerReport, WorkerError>
+where
+    F: Fn(WorkerInfo) -> Result<Graph, BuildError>,
+{
+    let mut graph = build(info).map_err(|e| WorkerError::Build {
+        worker: info.id,
+        message: e.to_string(),
+    })?;
+    let start = Instant::now();
+    // at least one turn, then until told to stop (or idle, for finite inputs)
+    loop {
+        if graph.run_once() == 0 && until_idle && graph.run_until_idle() == 0 {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    // leave nothing pending: what is in flight finishes its walk
+    graph.dispatch_pending();
+    Ok(WorkerReport {
+        worker: info.id,
+        core: info.core,
+        seconds: start.elapsed().as_secs_f64(),
+        runtime: graph.runtime(),
+        errors: graph.errors(),
+        created: graph.created(),
+        conservation: graph.conservation(),
+    })
+}
+
+impl Running {
+    /// Tells every worker to stop after its current turn.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits for every worker; the first error (a build error or a panic) is returned
+    /// after all have been joined.
+    pub fn join(self) -> Result<WorkersReport, WorkerError> {
+        let mut workers = Vec::with_capacity(self.handles.len());
+        let mut first_error = None;
+        for (id, h) in self.handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(r)) => workers.push(r),
+                Ok(Err(e)) => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    first_error.get_or_insert(e);
+                }
+                Err(panic) => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    first_error.get_or_insert(WorkerError::Panicked {
+                        worker: id,
+                        message: panic_message(panic.as_ref()),
+                    });
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(WorkersReport {
+                workers,
+                seconds: self.start.elapsed().as_secs_f64(),
+            }),
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
