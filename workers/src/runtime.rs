@@ -1,6 +1,7 @@
 //! Workers: one graph per worker thread, each built by the same function (so each has its
-//! own node state and buffer pool), pinned to its own core, run until its inputs are
-//! exhausted or it is told to stop, and reported on: per-worker runtime and error tables,
+//! own node state and buffer pool), pinned to its own core, started together once all
+//! graphs are built, run until its inputs are exhausted or it is told to stop (each runs
+//! at least one turn of its main loop), and reported on: per-worker runtime and error tables,
 //! their totals (like VPP's `show runtime` per thread and summed), conservation summed
 //! over workers, and the load imbalance. A worker that fails to build or panics is an
 //! error for the caller, never a hang: the others are stopped and joined.
@@ -29,7 +30,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -296,6 +297,8 @@ impl fmt::Display for WorkersReport {
 /// Workers running: stop them, or wait for them.
 pub struct Running {
     stop: Arc<AtomicBool>,
+    ready: Arc<AtomicUsize>,
+    workers: usize,
     handles: Vec<JoinHandle<Result<WorkerReport, WorkerError>>>,
     start: Instant,
 }
@@ -332,8 +335,11 @@ impl Workers {
         };
         let build = Arc::new(build);
         let stop = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(AtomicUsize::new(0));
         let mut running = Running {
             stop: stop.clone(),
+            ready: ready.clone(),
+            workers: cfg.workers,
             handles: Vec::with_capacity(cfg.workers),
             start: Instant::now(),
         };
@@ -344,7 +350,7 @@ impl Workers {
                 workers: cfg.workers,
                 core: core.map(|c| c.id),
             };
-            let (build, stop) = (build.clone(), stop.clone());
+            let (build, stop, ready) = (build.clone(), stop.clone(), ready.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("pktvec-worker-{id}"))
                 .spawn(move || {
@@ -352,7 +358,7 @@ impl Workers {
                         core_affinity::set_for_current(c);
                     }
                     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        worker(info, &*build, &stop, until_idle)
+                        worker(info, &*build, &stop, &ready, until_idle)
                     }))
                     .unwrap_or_else(|panic| {
                         Err(WorkerError::Panicked {
@@ -389,6 +395,7 @@ fn worker<F>(
     info: WorkerInfo,
     build: &F,
     stop: &AtomicBool,
+    ready: &AtomicUsize,
     until_idle: bool,
 ) -> Result<WorkerReport, WorkerError>
 where
@@ -398,6 +405,11 @@ where
         worker: info.id,
         message: e.to_string(),
     })?;
+    // every worker starts forwarding once all have built their graphs (or one failed)
+    ready.fetch_add(1, Ordering::AcqRel);
+    while ready.load(Ordering::Acquire) < info.workers && !stop.load(Ordering::Relaxed) {
+        std::thread::yield_now();
+    }
     let start = Instant::now();
     // at least one turn, then until told to stop (or idle, for finite inputs)
     loop {
@@ -422,6 +434,16 @@ where
 }
 
 impl Running {
+    /// Waits until every worker has built its graph and started forwarding (or one failed:
+    /// then [`join`](Self::join) returns its error).
+    pub fn wait_started(&self) {
+        while self.ready.load(Ordering::Acquire) < self.workers
+            && !self.stop.load(Ordering::Relaxed)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Tells every worker to stop after its current turn.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);

@@ -114,6 +114,7 @@ fn a_panicking_worker_stops_the_others_and_is_reported() {
 #[test]
 fn spawned_workers_stop_cleanly_with_nothing_in_flight() {
     let running = Workers::spawn(WorkersConfig::new(2), |_| graph(None, u64::MAX)).unwrap();
+    running.wait_started();
     std::thread::sleep(Duration::from_millis(50));
     running.stop();
     let report = running.join().unwrap();
