@@ -25,12 +25,13 @@
 //!
 //! `rtrb` 0.4 (a well-tested SPSC ring with `write_chunk_uninit`/`read_chunk`) was the other
 //! candidate. In a scratch harness on this project's 2-vCPU AMD EPYC (two threads pinned
-//! to the two cores, chunks of 32, capacity 1024, 50M indices; rough figures on a busy machine, not published) this ring moved an
-//! index in about 1.5–3.5 ns against rtrb's 4.5–6 ns: rtrb asks for the free count, then
-//! for a chunk of exactly that size, and fills it element by element from an iterator, where
-//! this ring takes what fits in one call and copies with `copy_from_slice`. This ring is also
-//! small (two `unsafe` blocks, each with its `SAFETY` argument, covered by the tests), keeps
-//! its counters on their own cache lines beside the indices, and adds no dependency.
+//! to the two cores, chunks of 32, capacity 1024, 50M indices; rough figures on a busy
+//! machine, not published) this ring moved an index in about 1.5–3.5 ns against rtrb's
+//! 4.5–6 ns: rtrb asks for the free count, then for a chunk of exactly that size, and fills
+//! it element by element from an iterator, where this ring takes what fits in one call and
+//! copies with `copy_from_slice`. This ring is also small (two `unsafe` blocks, each with
+//! its `SAFETY` argument, covered by the tests), keeps its counters on their own cache lines
+//! beside the indices, and adds no dependency.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
