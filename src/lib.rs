@@ -48,6 +48,7 @@ pub use pktvec_lookup as lookup;
 pub use pktvec_model as model;
 pub use pktvec_nodes as nodes;
 pub use pktvec_packet as packet;
+pub use pktvec_workers as workers;
 
 /// The names most programs need.
 pub mod prelude {

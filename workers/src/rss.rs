@@ -1,1 +1,432 @@
-//! Being written.
+//! Software receive-side scaling: the Toeplitz hash that NICs (and DPDK's `rte_softrss`)
+//! compute over a flow's addresses and ports, and a redirection table (RETA) from hash to
+//! owner worker.
+//!
+//! * [`Toeplitz`] holds a 40-byte key and, precomputed from it, one table of 256 `u32` per
+//!   input byte position: hashing an IPv4 5-tuple (12 bytes: source and destination
+//!   address, source and destination port, network order) is 12 loads and XORs.
+//!   [`toeplitz_scalar`] is the bit-by-bit reference every other path is tested against.
+//! * [`DEFAULT_KEY`] is the Microsoft/Intel key that NIC drivers default to;
+//!   [`SYMMETRIC_KEY`] (`6d5a` repeated) hashes both directions of a flow alike.
+//! * [`Tuple`] is the hash input; [`tuple_from_frame`], [`tuple_from_ipv4`] and
+//!   [`tuple_from_ipv6`] extract it from a packet (4-tuple for TCP and UDP, 2-tuple for
+//!   every other protocol, for every fragment and for a truncated transport header).
+//! * [`Reta`] maps `hash & (size - 1)` to the owner worker, as a NIC's indirection table.
+//!
+//! ```
+//! use pktvec_workers::rss::{Reta, Toeplitz, Tuple};
+//! use std::net::Ipv4Addr;
+//!
+//! let rss = Toeplitz::default();
+//! let t = Tuple::v4(
+//!     Ipv4Addr::new(66, 9, 149, 187),
+//!     Ipv4Addr::new(161, 142, 100, 80),
+//!     Some((2794, 1766)),
+//! );
+//! // The Microsoft RSS verification suite's first IPv4/TCP vector.
+//! assert_eq!(rss.hash(t.as_bytes()), 0x51cc_c178);
+//! let reta = Reta::new(4, 128);
+//! assert!(reta.owner(rss.hash(t.as_bytes())) < 4);
+//! ```
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use pktvec_packet::wire::{
+    parse_l2, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket,
+};
+
+/// Length of a Toeplitz key in bytes (as NICs and DPDK use it).
+pub const KEY_LEN: usize = 40;
+
+/// The longest input the 40-byte key covers: 36 bytes (an IPv6 address pair and two ports).
+/// Longer inputs are hashed over their first 36 bytes.
+pub const MAX_INPUT: usize = KEY_LEN - 4;
+
+/// The Microsoft/Intel default RSS key
+/// (`6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa`).
+pub const DEFAULT_KEY: [u8; KEY_LEN] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
+    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
+    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+/// The symmetric key: `6d5a` repeated. Its bit pattern repeats every 16 bits, so swapping
+/// source and destination (a shift of 32 or 128 bits for addresses, 16 for ports) leaves
+/// the hash unchanged: both directions of a flow land on the same worker.
+pub const SYMMETRIC_KEY: [u8; KEY_LEN] = {
+    let mut k = [0u8; KEY_LEN];
+    let mut i = 0;
+    while i < KEY_LEN {
+        k[i] = if i % 2 == 0 { 0x6d } else { 0x5a };
+        i += 1;
+    }
+    k
+};
+
+/// The 64 key bits starting at byte `i` (zeros past the key's end).
+#[inline]
+fn key_window(key: &[u8; KEY_LEN], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    for (j, b) in w.iter_mut().enumerate() {
+        *b = key.get(i + j).copied().unwrap_or(0);
+    }
+    u64::from_be_bytes(w)
+}
+
+/// The Toeplitz hash of `input` under `key`, bit by bit: for every set input bit `n`
+/// (most significant bit of the first byte first), XOR in the 32 key bits that start at key
+/// bit `n`. This is the definition (and what `rte_softrss` computes); the reference for the
+/// table path.
+pub fn toeplitz_scalar(key: &[u8; KEY_LEN], input: &[u8]) -> u32 {
+    let mut h = 0u32;
+    for (i, &byte) in input.iter().take(MAX_INPUT).enumerate() {
+        let w = key_window(key, i);
+        for bit in 0..8 {
+            if byte & (0x80 >> bit) != 0 {
+                h ^= (w >> (32 - bit)) as u32;
+            }
+        }
+    }
+    h
+}
+
+/// A Toeplitz hasher: the key and its per-byte lookup tables (36 × 256 `u32`, 36 KiB).
+#[derive(Clone)]
+pub struct Toeplitz {
+    key: [u8; KEY_LEN],
+    table: Box<[[u32; 256]; MAX_INPUT]>,
+}
+
+impl std::fmt::Debug for Toeplitz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toeplitz")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Toeplitz {
+    /// The hasher for [`DEFAULT_KEY`].
+    fn default() -> Self {
+        Toeplitz::new(&DEFAULT_KEY)
+    }
+}
+
+impl Toeplitz {
+    /// Precomputes the tables for `key`.
+    pub fn new(key: &[u8; KEY_LEN]) -> Toeplitz {
+        let mut table = Box::new([[0u32; 256]; MAX_INPUT]);
+        for (i, t) in table.iter_mut().enumerate() {
+            let w = key_window(key, i);
+            // bit_value[b]: the contribution of bit b (0 = most significant) of byte i
+            let bit_value: [u32; 8] = std::array::from_fn(|b| (w >> (32 - b)) as u32);
+            for v in 1..256usize {
+                let low = v.trailing_zeros() as usize; // lowest set bit, 0 = least significant
+                t[v] = t[v & (v - 1)] ^ bit_value[7 - low];
+            }
+        }
+        Toeplitz { key: *key, table }
+    }
+
+    /// The hasher for [`SYMMETRIC_KEY`].
+    pub fn symmetric() -> Toeplitz {
+        Toeplitz::new(&SYMMETRIC_KEY)
+    }
+
+    /// The key.
+    pub fn key(&self) -> &[u8; KEY_LEN] {
+        &self.key
+    }
+
+    /// The hash of `input` (its first [`MAX_INPUT`] bytes) by table lookups: one load and
+    /// one XOR per byte. Equals [`toeplitz_scalar`] with the same key.
+    #[inline]
+    pub fn hash(&self, input: &[u8]) -> u32 {
+        input
+            .iter()
+            .zip(self.table.iter())
+            .fold(0u32, |h, (&b, t)| h ^ t[usize::from(b)])
+    }
+
+    /// The hash of a fixed-length input (`N` ≤ [`MAX_INPUT`]), fully unrolled: 12 loads
+    /// and XORs for an IPv4 5-tuple, 36 for IPv6.
+    #[inline]
+    pub fn hash_fixed<const N: usize>(&self, input: &[u8; N]) -> u32 {
+        const { assert!(N <= MAX_INPUT) };
+        let mut h = 0u32;
+        for (t, &b) in self.table.iter().zip(input) {
+            h ^= t[usize::from(b)];
+        }
+        h
+    }
+
+    /// Hashes a vector of tuples into `out` (`out[i]` for `tuples[i]`; stops at the shorter).
+    pub fn hash_tuples(&self, tuples: &[Tuple], out: &mut [u32]) {
+        for (t, o) in tuples.iter().zip(out.iter_mut()) {
+            *o = self.hash(t.as_bytes());
+        }
+    }
+}
+
+/// The input of the hash: a flow's addresses and, for TCP and UDP, its ports, in network
+/// order (source address, destination address, source port, destination port). 8 bytes
+/// (IPv4 2-tuple), 12 (IPv4 4-tuple), 32 (IPv6 2-tuple) or 36 (IPv6 4-tuple).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuple {
+    bytes: [u8; MAX_INPUT],
+    len: u8,
+}
+
+impl Tuple {
+    /// An IPv4 tuple; with `ports` = `Some((source, destination))` the 4-tuple.
+    pub fn v4(src: Ipv4Addr, dst: Ipv4Addr, ports: Option<(u16, u16)>) -> Tuple {
+        let mut bytes = [0u8; MAX_INPUT];
+        bytes[0..4].copy_from_slice(&src.octets());
+        bytes[4..8].copy_from_slice(&dst.octets());
+        let len = match ports {
+            Some((s, d)) => {
+                bytes[8..10].copy_from_slice(&s.to_be_bytes());
+                bytes[10..12].copy_from_slice(&d.to_be_bytes());
+                12
+            }
+            None => 8,
+        };
+        Tuple { bytes, len }
+    }
+
+    /// An IPv6 tuple; with `ports` = `Some((source, destination))` the 4-tuple.
+    pub fn v6(src: Ipv6Addr, dst: Ipv6Addr, ports: Option<(u16, u16)>) -> Tuple {
+        let mut bytes = [0u8; MAX_INPUT];
+        bytes[0..16].copy_from_slice(&src.octets());
+        bytes[16..32].copy_from_slice(&dst.octets());
+        let len = match ports {
+            Some((s, d)) => {
+                bytes[32..34].copy_from_slice(&s.to_be_bytes());
+                bytes[34..36].copy_from_slice(&d.to_be_bytes());
+                36
+            }
+            None => 32,
+        };
+        Tuple { bytes, len }
+    }
+
+    /// The hash input bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The same flow seen in the other direction (addresses and ports swapped).
+    pub fn reversed(&self) -> Tuple {
+        let a = if self.len >= 32 { 16 } else { 4 };
+        let mut bytes = [0u8; MAX_INPUT];
+        bytes[..a].copy_from_slice(&self.bytes[a..2 * a]);
+        bytes[a..2 * a].copy_from_slice(&self.bytes[..a]);
+        if usize::from(self.len) > 2 * a {
+            let p = 2 * a;
+            bytes[p..p + 2].copy_from_slice(&self.bytes[p + 2..p + 4]);
+            bytes[p + 2..p + 4].copy_from_slice(&self.bytes[p..p + 2]);
+        }
+        Tuple {
+            bytes,
+            len: self.len,
+        }
+    }
+}
+
+/// Source and destination port of a TCP or UDP header at the start of `l4`, when the first
+/// four bytes are there.
+fn ports(proto: IpProtocol, l4: &[u8]) -> Option<(u16, u16)> {
+    if l4.len() < 4 {
+        return None;
+    }
+    match proto {
+        IpProtocol::TCP => {
+            let t = TcpPacket::new_unchecked(l4);
+            Some((t.src_port(), t.dst_port()))
+        }
+        IpProtocol::UDP => {
+            let u = UdpPacket::new_unchecked(l4);
+            Some((u.src_port(), u.dst_port()))
+        }
+        _ => None,
+    }
+}
+
+/// The tuple of an IPv4 packet (`l3` starts at the IPv4 header): the 4-tuple for TCP and
+/// UDP, the 2-tuple for other protocols, for any fragment (first or not, so that all of a
+/// datagram's fragments hash alike) and when the transport header is cut off. `None` when
+/// the IPv4 header itself is not there (short buffer, version not 4, IHL below 5 or past
+/// the buffer). Reads only within `l3`; never panics.
+pub fn tuple_from_ipv4(l3: &[u8]) -> Option<Tuple> {
+    if l3.len() < Ipv4Packet::MIN_HEADER_LEN {
+        return None;
+    }
+    let ip = Ipv4Packet::new_unchecked(l3);
+    let hl = ip.header_len();
+    if ip.version() != 4 || hl < Ipv4Packet::MIN_HEADER_LEN || hl > l3.len() {
+        return None;
+    }
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    if ip.more_frags() || ip.frag_offset() != 0 {
+        return Some(Tuple::v4(src, dst, None));
+    }
+    // The transport header ends with the datagram (total length), or with the buffer when
+    // the total length is shorter than the header (a bogus field).
+    let tl = usize::from(ip.total_len());
+    let end = if tl >= hl { tl.min(l3.len()) } else { hl };
+    Some(Tuple::v4(src, dst, ports(ip.protocol(), &l3[hl..end])))
+}
+
+/// The tuple of an IPv6 packet (`l3` starts at the IPv6 header), after the hop-by-hop,
+/// routing, destination options and AH extension headers (at most 8 of them): the 4-tuple
+/// for TCP and UDP, the 2-tuple for other protocols, behind a fragment header, and when an
+/// extension or transport header is cut off. `None` when the 40-byte header is not there or
+/// the version is not 6. Reads only within `l3`; never panics.
+pub fn tuple_from_ipv6(l3: &[u8]) -> Option<Tuple> {
+    if l3.len() < Ipv6Packet::HEADER_LEN {
+        return None;
+    }
+    let ip = Ipv6Packet::new_unchecked(l3);
+    if ip.version() != 6 {
+        return None;
+    }
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let pl = usize::from(ip.payload_len());
+    // Payload length 0 is a jumbogram (or a bogus field): the buffer's end then.
+    let end = if pl == 0 {
+        l3.len()
+    } else {
+        (Ipv6Packet::HEADER_LEN + pl).min(l3.len())
+    };
+    let mut next = ip.next_header();
+    let mut off = Ipv6Packet::HEADER_LEN;
+    for _ in 0..8 {
+        let ext_len = match next {
+            IpProtocol::HOPOPT | IpProtocol::IPV6_ROUTE | IpProtocol::IPV6_OPTS => {
+                l3.get(off + 1).map(|&n| (usize::from(n) + 1) * 8)
+            }
+            IpProtocol::AH => l3.get(off + 1).map(|&n| (usize::from(n) + 2) * 4),
+            IpProtocol::IPV6_FRAG => return Some(Tuple::v6(src, dst, None)),
+            _ => break,
+        };
+        match (ext_len, l3.get(off)) {
+            (Some(n), Some(&nh)) if off + 1 < end => {
+                next = IpProtocol(nh);
+                off += n;
+            }
+            _ => return Some(Tuple::v6(src, dst, None)),
+        }
+    }
+    let l4 = l3.get(off..end).unwrap_or(&[]);
+    Some(Tuple::v6(src, dst, ports(next, l4)))
+}
+
+/// The tuple of an Ethernet frame (with up to two VLAN tags): see [`tuple_from_ipv4`] and
+/// [`tuple_from_ipv6`]. `None` for other EtherTypes and malformed L2/L3 headers. Never
+/// panics.
+pub fn tuple_from_frame(frame: &[u8]) -> Option<Tuple> {
+    let l2 = parse_l2(frame).ok()?;
+    let l3 = frame.get(usize::from(l2.l3_offset)..)?;
+    match l2.ethertype {
+        EtherType::IPV4 => tuple_from_ipv4(l3),
+        EtherType::IPV6 => tuple_from_ipv6(l3),
+        _ => None,
+    }
+}
+
+/// A redirection table (RETA): `size` entries (a power of two), each naming the worker that
+/// owns the flows whose hash has those low bits. Filled round-robin by [`Reta::new`]; single
+/// entries can be moved with [`Reta::set`], as on a NIC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reta {
+    entries: Vec<u16>,
+    workers: usize,
+}
+
+impl Reta {
+    /// A table of `size` entries over `workers` workers, entry `i` owned by `i % workers`.
+    ///
+    /// # Panics
+    /// If `size` is not a power of two, `workers` is 0 or above 65,536.
+    pub fn new(workers: usize, size: usize) -> Reta {
+        assert!(
+            size.is_power_of_two(),
+            "RETA size {size} is not a power of two"
+        );
+        assert!(
+            (1..=1 << 16).contains(&workers),
+            "RETA over {workers} workers"
+        );
+        let entries = (0..size).map(|i| (i % workers) as u16).collect();
+        Reta { entries, workers }
+    }
+
+    /// The worker that owns `hash`: entry `hash & (size - 1)`.
+    #[inline]
+    pub fn owner(&self, hash: u32) -> usize {
+        usize::from(self.entries[hash as usize & (self.entries.len() - 1)])
+    }
+
+    /// Entry `index`'s worker.
+    ///
+    /// # Panics
+    /// If `index` ≥ [`Reta::len`].
+    pub fn get(&self, index: usize) -> usize {
+        usize::from(self.entries[index])
+    }
+
+    /// Gives entry `index` to `worker`.
+    ///
+    /// # Panics
+    /// If `index` ≥ [`Reta::len`] or `worker` ≥ [`Reta::workers`].
+    pub fn set(&mut self, index: usize, worker: usize) {
+        assert!(worker < self.workers, "worker {worker} of {}", self.workers);
+        self.entries[index] = worker as u16;
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Always false: a table has at least one entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+}
+
+/// DPDK's own `rte_softrss`, through the C shim of pktvec-dpdk-sys (the `dpdk` feature),
+/// for tests and measurements against it.
+#[cfg(feature = "dpdk")]
+pub mod dpdk {
+    use super::{KEY_LEN, MAX_INPUT};
+
+    /// `rte_softrss(input, input.len(), key)`: `input` is the tuple as 32-bit words in host
+    /// order (word `j` = bytes `4j..4j+4` of the network-order tuple read big-endian), as
+    /// DPDK's `rte_ipv4_tuple` holds it.
+    ///
+    /// # Panics
+    /// If `input` has more than 9 words (the 40-byte key covers 36 bytes).
+    pub fn softrss(input: &[u32], key: &[u8; KEY_LEN]) -> u32 {
+        assert!(input.len() * 4 <= MAX_INPUT, "{} words", input.len());
+        // SAFETY: rte_softrss reads `input[0..len]` and key bytes `0..4 * (len + 1)`
+        // (≤ 40 by the assertion); both slices are that long, and it writes nothing.
+        unsafe {
+            pktvec_dpdk_sys::pktvec_rte_softrss(input.as_ptr(), input.len() as u32, key.as_ptr())
+        }
+    }
+
+    /// The tuple bytes (network order, a multiple of 4 long) as `rte_softrss`'s words.
+    pub fn words(tuple: &[u8]) -> Vec<u32> {
+        tuple
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+}

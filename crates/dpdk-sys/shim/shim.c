@@ -6,6 +6,7 @@
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 #include <rte_eth_ring.h>
+#include <rte_thash.h>
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
@@ -133,4 +134,9 @@ int pktvec_ring_port(const char *name, const char *rx_ring, const char *tx_ring,
 		return -rte_errno;
 	port = rte_eth_from_rings(name, &rx, 1, &tx, 1, rte_socket_id());
 	return port < 0 ? -rte_errno : port;
+}
+
+uint32_t pktvec_rte_softrss(const uint32_t *input, uint32_t input_len, const uint8_t *key)
+{
+	return rte_softrss((uint32_t *)input, input_len, key);
 }

@@ -49,5 +49,8 @@ unsigned int pktvec_rte_mbuf_size(void);
    freed: they live as long as the EAL (closing a port made from rings leaves them). */
 int pktvec_ring_port(const char *name, const char *rx_ring, const char *tx_ring,
                      unsigned int size);
+/* rte_softrss (rte_thash.h): the Toeplitz hash of `input_len` 32-bit words (host order)
+   under a 40-byte key. */
+uint32_t pktvec_rte_softrss(const uint32_t *input, uint32_t input_len, const uint8_t *key);
 
 #endif

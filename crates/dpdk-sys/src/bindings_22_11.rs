@@ -689,3 +689,6 @@ extern "C" {
         size: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
+extern "C" {
+    pub fn pktvec_rte_softrss(input: *const u32, input_len: u32, key: *const u8) -> u32;
+}
