@@ -1,16 +1,245 @@
-//! Being written.
+//! `multicore`: l2fwd and l3fwd on 1..N workers (`pktvec_workers::runtime`), one graph per
+//! worker pinned to its own core, each worker with its own input (pre-generated traffic,
+//! a different seed per worker: the flows a NIC's RSS would give each queue) and its own
+//! buffer pool and tables. Aggregate packets per second for each worker count, interleaved
+//! over rounds; the headline is the scaling efficiency (speedup over one worker ÷ workers).
+//!
+//! ```text
+//! cargo run --release -p pktvec-bench -- multicore                     # 1 and 2 workers
+//! cargo run --release -p pktvec-bench -- multicore --workers 1,2,4,8,16  # a bigger machine
+//! ```
 
-use crate::sitting::Common;
+use std::time::Duration;
 
-/// Options of this subcommand.
+use pktvec::graph::builtin::NullSink;
+use pktvec::graph::{Graph, GraphBuilder};
+use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
+use pktvec::io::profile::TrafficProfile;
+use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
+use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+use pktvec::packet::{BufferPool, PoolConfig};
+use pktvec_workers::runtime::{BuildError, WorkerInfo, Workers, WorkersConfig};
+use serde_json::json;
+
+use crate::forwarders::graphs::{median, BUFFERS, L3_IPV4};
+use crate::sitting::{Common, Headline, Sitting};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Options of `multicore`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     common: Common,
+    /// Worker counts to measure (comma-separated; the first is the baseline, normally 1)
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    workers: Vec<usize>,
+    /// Seconds each run forwards [default: 2; --quick: 0.3]
+    #[arg(long)]
+    secs: Option<f64>,
+    /// Rounds over the worker counts (the figure is the median) [default: 5; --quick: 1]
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Routes in each worker's l3fwd table [default: 100000; --quick: 10000]
+    #[arg(long)]
+    routes: Option<usize>,
+    /// Stations in each worker's l2fwd table
+    #[arg(long, default_value_t = 65536)]
+    stations: usize,
+    /// Do not pin workers to cores
+    #[arg(long)]
+    no_pin: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum App {
+    L2fwd,
+    L3fwd,
+}
+
+impl App {
+    fn name(self) -> &'static str {
+        match self {
+            App::L2fwd => "l2fwd",
+            App::L3fwd => "l3fwd",
+        }
+    }
 }
 
 /// Runs the measurement.
-pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let _ = args.common;
-    Err("not written yet".into())
+pub fn run(args: Args) -> Res<()> {
+    if args.workers.is_empty() || args.workers.contains(&0) {
+        return Err("--workers needs counts of at least 1".into());
+    }
+    let sitting = Sitting::begin(
+        "multicore",
+        "Workers: scaling of l2fwd and l3fwd over cores",
+        "multicore.md",
+        &args.common,
+    )?;
+    let quick = sitting.quick();
+    let secs = args.secs.unwrap_or(if quick { 0.3 } else { 2.0 });
+    let rounds = args.rounds.unwrap_or(if quick { 1 } else { 5 });
+    let routes = args.routes.unwrap_or(if quick { 10_000 } else { 100_000 });
+    let cores = core_count();
+    println!(
+        "{cores} cores; one graph, pool ({BUFFERS} buffers) and table per worker; \
+         {secs} s a run, median of {rounds} round(s); l2fwd {} stations, l3fwd {routes} routes",
+        args.stations
+    );
+    if args.workers.iter().any(|&n| n > cores) {
+        println!("note: more workers than cores: workers share cores");
+    }
+    let mut headline = Vec::new();
+    let mut detail = Vec::new();
+    for app in [App::L2fwd, App::L3fwd] {
+        let mut mpps: Vec<Vec<f64>> = vec![Vec::new(); args.workers.len()];
+        let mut imbalance = vec![Vec::new(); args.workers.len()];
+        for round in 0..rounds {
+            // alternate the order between rounds
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..args.workers.len()).collect()
+            } else {
+                (0..args.workers.len()).rev().collect()
+            };
+            for k in order {
+                let n = args.workers[k];
+                let (rate, imb) = measure(app, n, secs, !args.no_pin, args.stations, routes)?;
+                mpps[k].push(rate);
+                imbalance[k].push(imb);
+            }
+        }
+        let med: Vec<f64> = mpps.iter().map(|v| median(v)).collect();
+        let base_n = args.workers[0] as f64;
+        let per_worker_base = med[0] / base_n;
+        for (k, &n) in args.workers.iter().enumerate() {
+            let speedup = med[k] / per_worker_base;
+            println!(
+                "{:<6} {:>2} workers: {:>7.2} Mpps (rounds {:?}), speedup {:.2} over {} worker(s) per worker, imbalance {:.3}",
+                app.name(),
+                n,
+                med[k],
+                mpps[k].iter().map(|x| (x * 100.0).round() / 100.0).collect::<Vec<_>>(),
+                speedup,
+                args.workers[0],
+                median(&imbalance[k])
+            );
+            if k > 0 {
+                headline.push(
+                    Headline::rate(
+                        &format!("{}, {n} workers: speedup over 1", app.name()),
+                        "×",
+                        speedup,
+                        "linear (N workers = N×)",
+                        n as f64,
+                    )
+                    .target(0.95),
+                );
+            }
+            detail.push(json!({
+                "app": app.name(), "workers": n, "mpps_median": med[k], "mpps_rounds": mpps[k],
+                "speedup": speedup, "imbalance_packets": median(&imbalance[k]),
+            }));
+        }
+    }
+    sitting.finish(
+        headline,
+        json!({
+            "cores": cores, "secs": secs, "rounds": rounds, "routes": routes,
+            "stations": args.stations, "pinned": !args.no_pin, "buffers_per_worker": BUFFERS,
+            "runs": detail,
+        }),
+    )?;
+    Ok(())
+}
+
+fn core_count() -> usize {
+    core_affinity::get_core_ids().map_or(1, |c| c.len())
+}
+
+/// One run: `n` workers forwarding `app` for `secs`; aggregate Mpps (each worker's packets
+/// over its own forwarding time, summed) and the packet imbalance (max / mean).
+fn measure(
+    app: App,
+    n: usize,
+    secs: f64,
+    pin: bool,
+    stations: usize,
+    routes: usize,
+) -> Res<(f64, f64)> {
+    let cfg = WorkersConfig {
+        pin,
+        ..WorkersConfig::new(n)
+    };
+    let running = Workers::spawn(cfg, move |w| build(app, w, stations, routes))?;
+    running.wait_started();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    running.stop();
+    let report = running.join()?;
+    let c = report.conservation();
+    if !c.is_balanced() || c.buffers_in_use != 0 {
+        return Err(format!("{} on {n} workers: {c}", app.name()).into());
+    }
+    let mpps = report
+        .workers
+        .iter()
+        .map(|w| w.conservation.input as f64 / w.seconds / 1e6)
+        .sum();
+    Ok((mpps, report.imbalance().packets))
+}
+
+/// One worker's graph: `input → <forwarder> → tx`, its own generator seed, pool and table.
+fn build(app: App, w: WorkerInfo, stations: usize, routes: usize) -> Result<Graph, BuildError> {
+    let text = |e: Box<dyn std::error::Error>| -> BuildError { e.to_string().into() };
+    let seed = 0x5eed + w.id as u64;
+    let mut b = GraphBuilder::new(crate::forwarders::graphs::config());
+    match app {
+        App::L2fwd => {
+            let l2 = L2fwd::new(L2fwdConfig {
+                table_size: stations,
+                ..L2fwdConfig::default()
+            })
+            .map_err(|e| text(e.into()))?;
+            let profile = format!(
+                "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {}\nports = {}\n",
+                stations.clamp(2, 1 << 20),
+                stations.max(2),
+                l2.ports()
+            );
+            let mut profile = TrafficProfile::from_toml(&profile).map_err(|e| text(e.into()))?;
+            profile.seed = seed;
+            let gen = Generator::builder(profile)
+                .build()
+                .map_err(|e| text(e.into()))?;
+            b.add("input", GeneratorSource::new(gen).pregenerate(4096))
+                .set_next("input", GeneratorNext::Out, l2.entry());
+            let nodes = l2.add_to(&mut b);
+            b.add(&nodes.output_to_tx.to, NullSink);
+        }
+        App::L3fwd => {
+            let l3 = L3fwd::new(L3fwdConfig {
+                route_count: routes,
+                route6_count: 1000,
+                ..L3fwdConfig::default()
+            })
+            .map_err(|e| text(e.into()))?;
+            let mut profile = TrafficProfile::from_toml(L3_IPV4).map_err(|e| text(e.into()))?;
+            profile.seed = seed;
+            let gen = Generator::builder(profile)
+                .ipv4_prefixes(l3.routes4().iter().map(|r| (r.addr, r.len)).collect())
+                .ipv6_prefixes(l3.routes6().iter().map(|r| (r.addr, r.len)).collect())
+                .build()
+                .map_err(|e| text(e.into()))?;
+            b.add("input", GeneratorSource::new(gen).pregenerate(4096))
+                .set_next("input", GeneratorNext::Out, l3.entry());
+            let nodes = l3.add_to(&mut b);
+            b.add(&nodes.output_to_tx.to, NullSink);
+        }
+    }
+    let pool = BufferPool::new(PoolConfig {
+        buffers: BUFFERS,
+        ..PoolConfig::default()
+    })
+    .map_err(|e| text(e.into()))?;
+    b.build(pool).map_err(|e| text(e.into()))
 }
