@@ -12,8 +12,8 @@
 mod common;
 
 use clap::{Parser, ValueEnum};
-use common::{exit_code, CommonArgs, Error};
-use pktvec::graph::GraphBuilder;
+use common::{exit_code, CommonArgs, Error, Ports};
+use pktvec::graph::{Graph, GraphBuilder};
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::cryptofwd::{Cryptofwd, CryptofwdConfig};
 use pktvec::nodes::crypto::Cipher;
@@ -36,7 +36,7 @@ enum CipherArg {
     Chacha20Poly1305,
 }
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "L2 forwarding with AEAD encryption of every payload (pktvec)")]
 struct Cli {
     #[command(flatten)]
@@ -54,6 +54,20 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
+    if cli.common.workers > 1 {
+        let c = cli.clone();
+        return cli
+            .common
+            .run_workers("cryptofwd", move |w| graph(&c, &None, w));
+    }
+    let ports = cli.common.ports()?;
+    let mut graph = graph(&cli, &ports, 0)?;
+    cli.common.run("cryptofwd", &mut graph, &ports)?;
+    Ok(())
+}
+
+/// The graph for `worker` (its generated traffic seeded by the worker's index).
+fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
     let args = &cli.common;
     let app = Cryptofwd::new(CryptofwdConfig {
         cipher: match cli.cipher {
@@ -64,16 +78,14 @@ fn run(cli: Cli) -> Result<(), Error> {
         verify: cli.verify,
         ..CryptofwdConfig::default()
     })?;
-    let profile = args.profile(PROFILE)?;
-    let ports = args.ports()?;
+    let mut profile = args.profile(PROFILE)?;
+    profile.seed += worker as u64;
     let pcap = args.pcap_input()?;
-    let input = args.input(&ports, pcap, || Ok(Generator::builder(profile).build()?))?;
+    let input = args.input(ports, pcap, || Ok(Generator::builder(profile).build()?))?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b)?;
-    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
-    let mut graph = b.build(args.pool(&ports)?)?;
-    args.run("cryptofwd", &mut graph, &ports)?;
-    Ok(())
+    args.output(ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    Ok(b.build(args.pool(ports)?)?)
 }

@@ -14,8 +14,8 @@
 mod common;
 
 use clap::{Parser, ValueEnum};
-use common::{exit_code, CommonArgs, Error};
-use pktvec::graph::GraphBuilder;
+use common::{exit_code, CommonArgs, Error, Ports};
+use pktvec::graph::{Graph, GraphBuilder};
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
 use pktvec::nodes::l2::UnknownUnicast;
@@ -27,7 +27,7 @@ enum Unknown {
     Drop,
 }
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "L2 switch on a pktvec graph")]
 struct Cli {
     #[command(flatten)]
@@ -48,6 +48,20 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
+    if cli.common.workers > 1 {
+        let c = cli.clone();
+        return cli
+            .common
+            .run_workers("l2fwd", move |w| graph(&c, &None, w));
+    }
+    let ports = cli.common.ports()?;
+    let mut graph = graph(&cli, &ports, 0)?;
+    cli.common.run("l2fwd", &mut graph, &ports)?;
+    Ok(())
+}
+
+/// The switch's graph for `worker` (its traffic seeded by the worker's index).
+fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
     let args = &cli.common;
     let app = L2fwd::new(L2fwdConfig {
         ports: cli.ports,
@@ -64,16 +78,14 @@ fn run(cli: Cli) -> Result<(), Error> {
         cli.table_size.max(2),
         app.ports()
     );
-    let profile = args.profile(&default)?;
-    let ports = args.ports()?;
+    let mut profile = args.profile(&default)?;
+    profile.seed += worker as u64;
     let pcap = args.pcap_input()?;
-    let input = args.input(&ports, pcap, || Ok(Generator::builder(profile).build()?))?;
+    let input = args.input(ports, pcap, || Ok(Generator::builder(profile).build()?))?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b);
-    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
-    let mut graph = b.build(args.pool(&ports)?)?;
-    args.run("l2fwd", &mut graph, &ports)?;
-    Ok(())
+    args.output(ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    Ok(b.build(args.pool(ports)?)?)
 }

@@ -15,8 +15,8 @@
 mod common;
 
 use clap::{parser::ValueSource, CommandFactory, FromArgMatches, Parser};
-use common::{exit_code, CommonArgs, Error};
-use pktvec::graph::GraphBuilder;
+use common::{exit_code, CommonArgs, Error, Ports};
+use pktvec::graph::{Graph, GraphBuilder};
 use pktvec::nodes::apps::l3fwd::L3fwdConfig;
 use pktvec::nodes::ip4::{Ip4InputConfig, Policy};
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ ipv4_hit_rate = 0.98
 ipv6_hit_rate = 0.98
 "#;
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "IPv4/IPv6 router on a pktvec graph")]
 struct Cli {
     #[command(flatten)]
@@ -76,6 +76,25 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, sub_batch_given: bool) -> Result<(), Error> {
+    if cli.common.workers > 1 {
+        let c = cli.clone();
+        return cli
+            .common
+            .run_workers("l3fwd", move |w| graph(&c, sub_batch_given, &None, w));
+    }
+    let ports = cli.common.ports()?;
+    let mut graph = graph(&cli, sub_batch_given, &ports, 0)?;
+    cli.common.run("l3fwd", &mut graph, &ports)?;
+    Ok(())
+}
+
+/// The graph for `worker` (its generated traffic seeded by the worker's index).
+fn graph(
+    cli: &Cli,
+    sub_batch_given: bool,
+    ports: &Option<Ports>,
+    worker: usize,
+) -> Result<Graph, Error> {
     let args = &cli.common;
     let policy = |drop: bool| if drop { Policy::Drop } else { Policy::Accept };
     let cfg = L3fwdConfig {
@@ -95,16 +114,13 @@ fn run(cli: Cli, sub_batch_given: bool) -> Result<(), Error> {
         },
         ..L3fwdConfig::default()
     };
-    let ports = args.ports()?;
     let pcap = args.pcap_input()?;
     let app = args.router(cfg, pcap.as_ref())?;
-    let input = args.router_input(&ports, pcap, &app, PROFILE)?;
+    let input = args.router_input(ports, pcap, &app, PROFILE, worker)?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b);
-    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
-    let mut graph = b.build(args.pool(&ports)?)?;
-    args.run("l3fwd", &mut graph, &ports)?;
-    Ok(())
+    args.output(ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    Ok(b.build(args.pool(ports)?)?)
 }

@@ -13,13 +13,13 @@
 mod common;
 
 use clap::Parser;
-use common::{exit_code, CommonArgs, Error};
-use pktvec::graph::GraphBuilder;
+use common::{exit_code, CommonArgs, Error, Ports};
+use pktvec::graph::{Graph, GraphBuilder};
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
 use std::process::ExitCode;
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "NDN name-prefix forwarder on a pktvec graph")]
 struct Cli {
     #[command(flatten)]
@@ -40,6 +40,20 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
+    if cli.common.workers > 1 {
+        let c = cli.clone();
+        return cli
+            .common
+            .run_workers("ndnfwd", move |w| graph(&c, &None, w));
+    }
+    let ports = cli.common.ports()?;
+    let mut graph = graph(&cli, &ports, 0)?;
+    cli.common.run("ndnfwd", &mut graph, &ports)?;
+    Ok(())
+}
+
+/// The graph for `worker` (its generated traffic seeded by the worker's index).
+fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
     let args = &cli.common;
     let app = Ndnfwd::new(NdnfwdConfig {
         ports: cli.ports,
@@ -49,20 +63,18 @@ fn run(cli: Cli) -> Result<(), Error> {
     })?;
     let names = app.interest_names();
     let flows = names.len().clamp(1, 1 << 16);
-    let profile = args.profile(&format!(
+    let mut profile = args.profile(&format!(
         "[mix]\nipv4 = 0.0\nndn = 1.0\n[flows]\ncount = {flows}\n[sizes]\nfixed = 64\n"
     ))?;
-    let ports = args.ports()?;
+    profile.seed += worker as u64;
     let pcap = args.pcap_input()?;
-    let input = args.input(&ports, pcap, || {
+    let input = args.input(ports, pcap, || {
         Ok(Generator::builder(profile).names(names).build()?)
     })?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());
     let nodes = app.add_to(&mut b);
-    args.output(&ports)?.add_to(&mut b, &nodes.output_to_tx.to);
-    let mut graph = b.build(args.pool(&ports)?)?;
-    args.run("ndnfwd", &mut graph, &ports)?;
-    Ok(())
+    args.output(ports)?.add_to(&mut b, &nodes.output_to_tx.to);
+    Ok(b.build(args.pool(ports)?)?)
 }

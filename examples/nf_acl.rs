@@ -129,7 +129,7 @@ fn run(cli: Cli) -> Result<(), Error> {
     let ports = args.ports()?;
     let pcap = args.pcap_input()?;
     let app = args.router(cfg, pcap.as_ref())?;
-    let input = args.router_input(&ports, pcap, &app, PROFILE)?;
+    let input = args.router_input(&ports, pcap, &app, PROFILE, 0)?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());

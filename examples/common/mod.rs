@@ -10,6 +10,7 @@ use pktvec::io::profile::TrafficProfile;
 use pktvec::lookup::routes::load_ipv6_file;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
+use pktvec::workers::runtime::{Workers, WorkersConfig};
 use std::path::PathBuf;
 
 pub use pktvec::app::Error;
@@ -66,6 +67,10 @@ pub struct CommonArgs {
     /// VPP's order), `after-each`, or `when-full` (right after an input that filled a vector).
     #[arg(long, default_value = "after-all")]
     pub input_drain: InputDrain,
+    /// Workers: one graph per worker (its own input, seeded per worker, pool and tables),
+    /// each pinned to its own core; `-n` packets each. 1 runs on this thread.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub workers: u16,
 }
 
 /// The DPDK ports of `--dpdk`, opened once and used by the pool, the input and the output.
@@ -222,21 +227,59 @@ impl CommonArgs {
     }
 
     /// The input of a router: DPDK ports, the capture `pcap`, or traffic of the profile
-    /// (`--profile`, else `default`) to the router's prefixes.
+    /// (`--profile`, else `default`, its seed offset by `worker`) to the router's prefixes.
     pub fn router_input(
         &self,
         ports: &Option<Ports>,
         pcap: Option<Input>,
         app: &L3fwd,
         default: &str,
+        worker: usize,
     ) -> Result<Input, Error> {
-        let profile = self.profile(default)?;
+        let mut profile = self.profile(default)?;
+        profile.seed += worker as u64;
         self.input(ports, pcap, || {
             Ok(Generator::builder(profile)
                 .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
                 .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
                 .build()?)
         })
+    }
+}
+
+impl CommonArgs {
+    /// Runs the graphs `graph(worker)` builds on `--workers` workers and prints each
+    /// worker's runtime table, the totals, the imbalance and conservation summed over the
+    /// workers; fails if a worker fails or packets were lost.
+    pub fn run_workers<F>(&self, name: &str, graph: F) -> Result<(), Error>
+    where
+        F: Fn(usize) -> Result<Graph, Error> + Send + Sync + 'static,
+    {
+        if self.dpdk.is_some() || self.pcap_out.is_some() || self.trace > 0 || self.json {
+            return Err("--workers above 1 runs generated traffic or --pcap-in into a null sink; \
+                 --dpdk, --pcap-out, --trace and --json take one worker"
+                .into());
+        }
+        let report = Workers::run(WorkersConfig::new(self.workers.into()), move |w| {
+            graph(w.id).map_err(|e| e.to_string().into())
+        })?;
+        println!("{report}");
+        let packets = report.input_packets() as f64;
+        println!(
+            "{name}: {} workers, {packets} packets, {:.2} Mpps in all",
+            report.workers.len(),
+            report
+                .workers
+                .iter()
+                .map(|w| w.conservation.input as f64 / w.seconds)
+                .sum::<f64>()
+                / 1e6
+        );
+        let c = report.conservation();
+        if !c.is_balanced() || c.buffers_in_use != 0 {
+            return Err(format!("packets were lost: {c}").into());
+        }
+        Ok(())
     }
 }
 
