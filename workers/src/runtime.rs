@@ -35,6 +35,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crossbeam_channel::{Receiver, Sender};
 use pktvec_graph::stats::{ErrorRow, RuntimeRow};
 use pktvec_graph::{Conservation, ErrorTable, Graph, RuntimeTable};
 use serde::Serialize;
@@ -109,6 +110,87 @@ pub enum WorkerError {
     },
 }
 
+/// A message to a running worker, applied between two turns of its main loop: runtime
+/// settings and anything else a closure does to the worker's graph (a table update through
+/// [`Graph::node_mut`], reading its trace). Sent with [`Running::send`] or
+/// [`Running::broadcast`].
+pub enum Control {
+    /// [`Graph::set_vector_size`].
+    VectorSize(usize),
+    /// [`Graph::set_sub_batch`].
+    SubBatch(usize),
+    /// [`Graph::set_prefetch_distance`].
+    PrefetchDistance(usize),
+    /// [`Graph::trace_add`]: trace the next `n` packets.
+    TraceAdd(usize),
+    /// [`Graph::capture_start`] on a node, into a pcap file.
+    CaptureStart {
+        /// The node whose output is captured.
+        node: String,
+        /// The pcap file.
+        path: std::path::PathBuf,
+        /// Stop after this many packets.
+        max_packets: Option<u64>,
+    },
+    /// [`Graph::capture_stop`].
+    CaptureStop(String),
+    /// Any change to the worker's graph, run on the worker's thread.
+    Apply(Box<dyn FnOnce(&mut Graph) + Send>),
+}
+
+impl fmt::Debug for Control {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Control::VectorSize(v) => write!(f, "VectorSize({v})"),
+            Control::SubBatch(b) => write!(f, "SubBatch({b})"),
+            Control::PrefetchDistance(d) => write!(f, "PrefetchDistance({d})"),
+            Control::TraceAdd(n) => write!(f, "TraceAdd({n})"),
+            Control::CaptureStart { node, path, .. } => {
+                write!(f, "CaptureStart({node}, {})", path.display())
+            }
+            Control::CaptureStop(n) => write!(f, "CaptureStop({n})"),
+            Control::Apply(_) => write!(f, "Apply(..)"),
+        }
+    }
+}
+
+impl Control {
+    /// Applies the message to a graph; an invalid setting is an error (the worker counts it
+    /// in [`WorkerReport::control_errors`] and goes on).
+    fn apply(self, graph: &mut Graph) -> Result<(), String> {
+        match self {
+            Control::VectorSize(v) => graph.set_vector_size(v).map_err(|e| e.to_string()),
+            Control::SubBatch(b) => {
+                graph.set_sub_batch(b);
+                Ok(())
+            }
+            Control::PrefetchDistance(d) => {
+                graph.set_prefetch_distance(d);
+                Ok(())
+            }
+            Control::TraceAdd(n) => {
+                graph.trace_add(n);
+                Ok(())
+            }
+            Control::CaptureStart {
+                node,
+                path,
+                max_packets,
+            } => graph
+                .capture_start(&node, path, max_packets)
+                .map_err(|e| e.to_string()),
+            Control::CaptureStop(node) => graph
+                .capture_stop(&node)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Control::Apply(f) => {
+                f(graph);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// The error type a build function returns.
 pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -129,6 +211,10 @@ pub struct WorkerReport {
     pub conservation: Conservation,
     /// Seconds it ran (build excluded).
     pub seconds: f64,
+    /// Control messages it applied.
+    pub control_applied: u64,
+    /// Control messages that failed, with why (an invalid vector size, an unknown node).
+    pub control_errors: Vec<String>,
 }
 
 /// The end state of all workers.
@@ -296,6 +382,7 @@ impl fmt::Display for WorkersReport {
 
 /// Workers running: stop them, or wait for them.
 pub struct Running {
+    control: Vec<Sender<Control>>,
     stop: Arc<AtomicBool>,
     ready: Arc<AtomicUsize>,
     workers: usize,
@@ -337,6 +424,7 @@ impl Workers {
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicUsize::new(0));
         let mut running = Running {
+            control: Vec::with_capacity(cfg.workers),
             stop: stop.clone(),
             ready: ready.clone(),
             workers: cfg.workers,
@@ -351,6 +439,8 @@ impl Workers {
                 core: core.map(|c| c.id),
             };
             let (build, stop, ready) = (build.clone(), stop.clone(), ready.clone());
+            let (tx, rx) = crossbeam_channel::unbounded();
+            running.control.push(tx);
             let spawned = std::thread::Builder::new()
                 .name(format!("pktvec-worker-{id}"))
                 .spawn(move || {
@@ -358,7 +448,7 @@ impl Workers {
                         core_affinity::set_for_current(c);
                     }
                     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        worker(info, &*build, &stop, &ready, until_idle)
+                        worker(info, &*build, &stop, &ready, &rx, until_idle)
                     }))
                     .unwrap_or_else(|panic| {
                         Err(WorkerError::Panicked {
@@ -396,6 +486,7 @@ fn worker<F>(
     build: &F,
     stop: &AtomicBool,
     ready: &AtomicUsize,
+    control: &Receiver<Control>,
     until_idle: bool,
 ) -> Result<WorkerReport, WorkerError>
 where
@@ -411,8 +502,16 @@ where
         std::thread::yield_now();
     }
     let start = Instant::now();
+    let (mut control_applied, mut control_errors) = (0, Vec::new());
     // at least one turn, then until told to stop (or idle, for finite inputs)
     loop {
+        // control messages between turns: an empty channel costs one atomic load
+        while let Ok(msg) = control.try_recv() {
+            control_applied += 1;
+            if let Err(e) = msg.apply(&mut graph) {
+                control_errors.push(e);
+            }
+        }
         if graph.run_once() == 0 && until_idle && graph.run_until_idle() == 0 {
             break;
         }
@@ -430,6 +529,8 @@ where
         errors: graph.errors(),
         created: graph.created(),
         conservation: graph.conservation(),
+        control_applied,
+        control_errors,
     })
 }
 
@@ -442,6 +543,26 @@ impl Running {
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+
+    /// Sends a control message to one worker (applied between two of its turns); false if
+    /// there is no such worker or it has ended.
+    pub fn send(&self, worker: usize, msg: Control) -> bool {
+        self.control
+            .get(worker)
+            .is_some_and(|tx| tx.send(msg).is_ok())
+    }
+
+    /// Sends `msg(worker)` to every worker; returns how many took it.
+    pub fn broadcast(&self, msg: impl Fn(usize) -> Control) -> usize {
+        (0..self.control.len())
+            .filter(|&w| self.send(w, msg(w)))
+            .count()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.workers
     }
 
     /// Tells every worker to stop after its current turn.

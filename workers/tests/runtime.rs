@@ -132,3 +132,32 @@ fn zero_workers_is_an_error() {
         Err(WorkerError::NoWorkers)
     ));
 }
+
+#[test]
+fn control_messages_reach_running_workers() {
+    use pktvec_workers::runtime::Control;
+    let running = Workers::spawn(WorkersConfig::new(2), |_| graph(None, u64::MAX)).unwrap();
+    running.wait_started();
+    assert_eq!(running.broadcast(|_| Control::VectorSize(32)), 2);
+    assert!(running.send(1, Control::VectorSize(0))); // invalid: counted, the worker goes on
+    assert!(!running.send(7, Control::SubBatch(4)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    running.broadcast(|w| {
+        let tx = tx.clone();
+        Control::Apply(Box::new(move |g| {
+            tx.send((w, g.config().vector_size)).unwrap();
+        }))
+    });
+    let mut seen: Vec<(usize, usize)> = (0..2)
+        .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, vec![(0, 32), (1, 32)]);
+    running.stop();
+    let report = running.join().unwrap();
+    assert_eq!(report.workers[0].control_applied, 2);
+    assert_eq!(report.workers[1].control_applied, 3);
+    assert_eq!(report.workers[1].control_errors.len(), 1);
+    assert!(report.workers[0].control_errors.is_empty());
+    assert!(report.conservation().is_balanced());
+}
