@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 /// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 10] = [
+pub const AREAS: [&str; 13] = [
     "dispatch",
     "prefetch",
     "lpm4",
@@ -20,6 +20,9 @@ pub const AREAS: [&str; 10] = [
     "dpdk-io",
     "batcher",
     "model",
+    "multicore",
+    "handoff",
+    "rss",
 ];
 
 /// Options of `scoreboard`.
