@@ -8,9 +8,6 @@
 //! dpdk-test, walks = the source's `objs/sec` / burst over its one-timer-second window.
 //! Each round measures pktvec, then runs dpdk-test; the figures are medians over rounds.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use pktvec::graph::clock;
 use pktvec::perf::{build, topologies};
 use serde::Serialize;
@@ -222,28 +219,7 @@ struct Autotest {
 
 /// Runs dpdk-test's `graph_perf_autotest` once.
 fn run_dpdk_test() -> Result<Vec<Autotest>, Box<dyn std::error::Error>> {
-    let mut child = Command::new("dpdk-test")
-        .args([
-            "--no-huge",
-            "-m",
-            "2048",
-            "--no-pci",
-            "-l",
-            "0-1",
-            "--log-level=1",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("dpdk-test: {e} (Debian package dpdk-dev; or run with --no-dpdk)"))?;
-    child
-        .stdin
-        .take()
-        .ok_or("dpdk-test: no stdin")?
-        .write_all(b"graph_perf_autotest\nquit\n")?;
-    let out = child.wait_with_output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::dpdk_test::run("graph_perf_autotest", 2048, "0-1")?;
     let parsed = parse_dpdk(&text);
     if parsed.is_empty() {
         let tail: String = text

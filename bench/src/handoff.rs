@@ -12,8 +12,6 @@
 //! and the dequeuing core's cycles per element); the wall-clock cycles per index (about half
 //! of it, as the two run at once) are in the details. Figures are medians over rounds.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
 use pktvec::graph::clock;
@@ -270,28 +268,7 @@ fn measure(
 
 /// Runs dpdk-test's `ring_perf_autotest` once; returns its two-core SP/SC bulk 32 figure.
 fn run_dpdk_test() -> Result<f64, Box<dyn std::error::Error>> {
-    let mut child = Command::new("dpdk-test")
-        .args([
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "-l",
-            "0-1",
-            "--log-level=1",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("dpdk-test: {e} (Debian package dpdk-dev; or run with --no-dpdk)"))?;
-    child
-        .stdin
-        .take()
-        .ok_or("dpdk-test: no stdin")?
-        .write_all(b"ring_perf_autotest\nquit\n")?;
-    let out = child.wait_with_output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::dpdk_test::run("ring_perf_autotest", 512, "0-1")?;
     parse_dpdk(&text).ok_or_else(|| {
         let tail: Vec<&str> = text.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();

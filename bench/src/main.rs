@@ -18,6 +18,7 @@ mod batcher;
 mod c_harness;
 mod dispatch;
 mod dpdk_io;
+mod dpdk_test;
 mod forwarders;
 mod handoff;
 mod hash;

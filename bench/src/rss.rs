@@ -11,8 +11,6 @@
 //! `rte_softrss` instead (a different anchor name in the headline).
 
 use std::hint::black_box;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 use pktvec::graph::clock;
 use pktvec_workers::rss::{toeplitz_scalar, Toeplitz, DEFAULT_KEY};
@@ -124,28 +122,7 @@ fn measure<const N: usize>(passes: u64) -> Row {
 /// Runs dpdk-test's `thash_perf_autotest` once: (key length in bytes, cycles per
 /// `rte_softrss` call) for each length it measures.
 fn run_dpdk_test() -> Result<Vec<(usize, f64)>, Box<dyn std::error::Error>> {
-    let mut child = Command::new("dpdk-test")
-        .args([
-            "--no-huge",
-            "-m",
-            "512",
-            "--no-pci",
-            "-l",
-            "0",
-            "--log-level=1",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("dpdk-test: {e} (Debian package dpdk-dev; or run with --no-dpdk)"))?;
-    child
-        .stdin
-        .take()
-        .ok_or("dpdk-test: no stdin")?
-        .write_all(b"thash_perf_autotest\nquit\n")?;
-    let out = child.wait_with_output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::dpdk_test::run("thash_perf_autotest", 512, "0")?;
     let parsed = parse_dpdk(&text);
     if parsed.is_empty() {
         let tail: Vec<&str> = text.lines().rev().take(20).collect();
