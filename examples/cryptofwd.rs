@@ -54,16 +54,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
-    if cli.common.workers > 1 {
-        let c = cli.clone();
-        return cli
-            .common
-            .run_workers("cryptofwd", move |w| graph(&c, &None, w));
-    }
-    let ports = cli.common.ports()?;
-    let mut graph = graph(&cli, &ports, 0)?;
-    cli.common.run("cryptofwd", &mut graph, &ports)?;
-    Ok(())
+    let c = cli.clone();
+    cli.common
+        .run_app("cryptofwd", move |ports, w| graph(&c, ports, w))
 }
 
 /// The graph for `worker` (its generated traffic seeded by the worker's index).

@@ -48,16 +48,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
-    if cli.common.workers > 1 {
-        let c = cli.clone();
-        return cli
-            .common
-            .run_workers("l2fwd", move |w| graph(&c, &None, w));
-    }
-    let ports = cli.common.ports()?;
-    let mut graph = graph(&cli, &ports, 0)?;
-    cli.common.run("l2fwd", &mut graph, &ports)?;
-    Ok(())
+    let c = cli.clone();
+    cli.common
+        .run_app("l2fwd", move |ports, w| graph(&c, ports, w))
 }
 
 /// The switch's graph for `worker` (its traffic seeded by the worker's index).

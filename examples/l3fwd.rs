@@ -76,16 +76,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, sub_batch_given: bool) -> Result<(), Error> {
-    if cli.common.workers > 1 {
-        let c = cli.clone();
-        return cli
-            .common
-            .run_workers("l3fwd", move |w| graph(&c, sub_batch_given, &None, w));
-    }
-    let ports = cli.common.ports()?;
-    let mut graph = graph(&cli, sub_batch_given, &ports, 0)?;
-    cli.common.run("l3fwd", &mut graph, &ports)?;
-    Ok(())
+    let c = cli.clone();
+    cli.common.run_app("l3fwd", move |ports, w| {
+        graph(&c, sub_batch_given, ports, w)
+    })
 }
 
 /// The graph for `worker` (its generated traffic seeded by the worker's index).

@@ -248,6 +248,21 @@ impl CommonArgs {
 }
 
 impl CommonArgs {
+    /// Runs a forwarder whose graph `graph(ports, worker)` builds: on `--workers` workers
+    /// (without ports), or on this thread over the ports of `--dpdk` (if any).
+    pub fn run_app<F>(&self, name: &str, graph: F) -> Result<(), Error>
+    where
+        F: Fn(&Option<Ports>, usize) -> Result<Graph, Error> + Send + Sync + 'static,
+    {
+        if self.workers > 1 {
+            return self.run_workers(name, move |w| graph(&None, w));
+        }
+        let ports = self.ports()?;
+        let mut graph = graph(&ports, 0)?;
+        self.run(name, &mut graph, &ports)?;
+        Ok(())
+    }
+
     /// Runs the graphs `graph(worker)` builds on `--workers` workers and prints each
     /// worker's runtime table, the totals, the imbalance and conservation summed over the
     /// workers; fails if a worker fails or packets were lost.
@@ -256,9 +271,11 @@ impl CommonArgs {
         F: Fn(usize) -> Result<Graph, Error> + Send + Sync + 'static,
     {
         if self.dpdk.is_some() || self.pcap_out.is_some() || self.trace > 0 || self.json {
-            return Err("--workers above 1 runs generated traffic or --pcap-in into a null sink; \
+            return Err(
+                "--workers above 1 runs generated traffic or --pcap-in into a null sink; \
                  --dpdk, --pcap-out, --trace and --json take one worker"
-                .into());
+                    .into(),
+            );
         }
         let report = Workers::run(WorkersConfig::new(self.workers.into()), move |w| {
             graph(w.id).map_err(|e| e.to_string().into())
