@@ -103,13 +103,50 @@ fn shares(model: &BatchedGraph, w: &Window) -> Vec<f64> {
 /// split). Each run is `window` turns, `reps` interleaved rounds, medians; per node the
 /// costs per call, per packet and per split packet are fitted by least squares.
 ///
-/// ```no_run
-/// # use pktvec::batcher::ReplaySource;
-/// # fn g() -> pktvec::graph::Graph { unimplemented!() }
+/// ```
+/// # use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, BurstSource};
+/// # use pktvec::graph::{builtin::{copy_into_buffers, NullSink}, Graph, GraphBuilder, GraphConfig};
+/// # use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+/// # use pktvec::packet::{builder::PacketBuilder, BufferPool, PoolConfig};
+/// # use std::sync::{atomic::{AtomicUsize, Ordering::Relaxed}, Arc};
+/// # /// Replays traffic `0` (IPv4 only) or `1` (alternating IPv4/IPv6), as its phase says.
+/// # struct Phased(Vec<Vec<Vec<u8>>>, usize, Arc<AtomicUsize>);
+/// # impl BurstSource for Phased {
+/// #     fn rx_burst(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize {
+/// #         let (start, pkts) = (out.len(), &self.0[self.2.load(Relaxed)]);
+/// #         out.resize(start + max, 0);
+/// #         let got = pool.alloc_bulk(&mut out[start..]);
+/// #         out.truncate(start + got);
+/// #         let pos = &mut self.1;
+/// #         copy_into_buffers(pool, &out[start..], 0, || { *pos = (*pos + 1) % pkts.len(); &pkts[*pos] });
+/// #         got
+/// #     }
+/// # }
+/// # /// l3fwd behind a `Batcher<Phased>` named "batcher"; the returned phase picks the traffic.
+/// # fn l3fwd_behind_batcher() -> Result<(Graph, Arc<AtomicUsize>), Box<dyn std::error::Error>> {
+/// #     let app = L3fwd::new(L3fwdConfig { route_count: 1000, route6_count: 100, ..Default::default() })?;
+/// #     let (a, b) = ([2, 0, 0, 0, 0, 1].into(), [2, 0, 0, 0, 0, 2].into());
+/// #     let v4 = PacketBuilder::ethernet(a, b).ipv4([10, 0, 0, 1].into(), app.routes4()[0].addr.into()).udp(1, 2).build();
+/// #     let v6 = PacketBuilder::ethernet(a, b).ipv6(std::net::Ipv6Addr::LOCALHOST, app.routes6()[0].addr.into()).udp(1, 2).build();
+/// #     let mixed = (0..512).map(|i| if i % 2 == 0 { v4.clone() } else { v6.clone() }).collect();
+/// #     let phase = Arc::new(AtomicUsize::new(1));
+/// #     let mut g = GraphBuilder::new(GraphConfig::default());
+/// #     g.add("batcher", Batcher::new(Phased(vec![vec![v4.clone(); 512], mixed], 0, phase.clone()), BatcherConfig::default()));
+/// #     let nodes = app.add_to(&mut g);
+/// #     g.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
+/// #         .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
+/// #     g.add(&nodes.output_to_tx.to, NullSink);
+/// #     Ok((g.build(BufferPool::new(PoolConfig::default())?)?, phase))
+/// # }
 /// use pktvec::tune::{BatcherCalibrator, Traffic};
-/// let mut graph = g(); // l3fwd behind a Batcher<ReplaySource> named "batcher"
-/// let model = BatcherCalibrator::new().calibrate::<ReplaySource>(&mut graph, "batcher",
-///     |_g: &mut pktvec::graph::Graph, _t: Traffic| { /* switch your source's traffic */ })?;
+/// // l3fwd behind a `Batcher<Phased>` named "batcher"; `phase` switches its source's traffic
+/// let (mut graph, phase) = l3fwd_behind_batcher()?;
+/// let model = BatcherCalibrator::new().window(4).reps(1).calibrate::<Phased>(
+///     &mut graph,
+///     "batcher",
+///     |_g: &mut Graph, t: Traffic| phase.store(matches!(t, Traffic::Mixed) as usize, Relaxed),
+/// )?;
+/// # let _ = model;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -260,16 +297,51 @@ pub struct BatcherStep {
 /// [`Batcher::set_batching`] at the graph's vector size. A change of the mix starts a
 /// bounded exploration (the model's best few and "off"), the best measured is kept.
 ///
-/// ```no_run
-/// # use pktvec::batcher::ReplaySource;
-/// # fn g() -> pktvec::graph::Graph { unimplemented!() }
-/// # let mut graph = g();
-/// # let model: pktvec::tune::BatchedGraph = unimplemented!();
+/// ```
+/// # use pktvec::batcher::{Batcher, BatcherConfig, BatcherNext, BurstSource};
+/// # use pktvec::graph::{builtin::{copy_into_buffers, NullSink}, Graph, GraphBuilder, GraphConfig};
+/// # use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+/// # use pktvec::packet::{builder::PacketBuilder, BufferPool, PoolConfig};
+/// # use std::sync::{atomic::{AtomicUsize, Ordering::Relaxed}, Arc};
+/// # /// Replays traffic `0` (IPv4 only) or `1` (alternating IPv4/IPv6), as its phase says.
+/// # struct Phased(Vec<Vec<Vec<u8>>>, usize, Arc<AtomicUsize>);
+/// # impl BurstSource for Phased {
+/// #     fn rx_burst(&mut self, pool: &mut BufferPool, out: &mut Vec<u32>, max: usize) -> usize {
+/// #         let (start, pkts) = (out.len(), &self.0[self.2.load(Relaxed)]);
+/// #         out.resize(start + max, 0);
+/// #         let got = pool.alloc_bulk(&mut out[start..]);
+/// #         out.truncate(start + got);
+/// #         let pos = &mut self.1;
+/// #         copy_into_buffers(pool, &out[start..], 0, || { *pos = (*pos + 1) % pkts.len(); &pkts[*pos] });
+/// #         got
+/// #     }
+/// # }
+/// # /// l3fwd behind a `Batcher<Phased>` named "batcher"; the returned phase picks the traffic.
+/// # fn l3fwd_behind_batcher() -> Result<(Graph, Arc<AtomicUsize>), Box<dyn std::error::Error>> {
+/// #     let app = L3fwd::new(L3fwdConfig { route_count: 1000, route6_count: 100, ..Default::default() })?;
+/// #     let (a, b) = ([2, 0, 0, 0, 0, 1].into(), [2, 0, 0, 0, 0, 2].into());
+/// #     let v4 = PacketBuilder::ethernet(a, b).ipv4([10, 0, 0, 1].into(), app.routes4()[0].addr.into()).udp(1, 2).build();
+/// #     let v6 = PacketBuilder::ethernet(a, b).ipv6(std::net::Ipv6Addr::LOCALHOST, app.routes6()[0].addr.into()).udp(1, 2).build();
+/// #     let mixed = (0..512).map(|i| if i % 2 == 0 { v4.clone() } else { v6.clone() }).collect();
+/// #     let phase = Arc::new(AtomicUsize::new(1));
+/// #     let mut g = GraphBuilder::new(GraphConfig::default());
+/// #     g.add("batcher", Batcher::new(Phased(vec![vec![v4.clone(); 512], mixed], 0, phase.clone()), BatcherConfig::default()));
+/// #     let nodes = app.add_to(&mut g);
+/// #     g.set_next("batcher", BatcherNext::Ip4, &nodes.ethernet_to_ip4.to)
+/// #         .set_next("batcher", BatcherNext::Ip6, &nodes.ethernet_to_ip6.to);
+/// #     g.add(&nodes.output_to_tx.to, NullSink);
+/// #     Ok((g.build(BufferPool::new(PoolConfig::default())?)?, phase))
+/// # }
+/// # let (mut graph, phase) = l3fwd_behind_batcher()?;
+/// # let model = pktvec::tune::BatcherCalibrator::new().window(4).reps(1).calibrate::<Phased>(
+/// #     &mut graph, "batcher", |_g: &mut Graph, t: pktvec::tune::Traffic| {
+/// #         phase.store(matches!(t, pktvec::tune::Traffic::Mixed) as usize, Relaxed)
+/// #     })?;
 /// use pktvec::tune::{BatchTunerConfig, BatcherTuner};
-/// let mut t = BatcherTuner::<ReplaySource>::attach(model, BatchTunerConfig::default(), &mut graph, "batcher", 64)?;
-/// loop {
+/// let mut t = BatcherTuner::<Phased>::attach(model, BatchTunerConfig::default(), &mut graph, "batcher", 8)?;
+/// for _ in 0..10 {
 ///     let step = t.step(&mut graph)?;
-///     println!("{} -> {}", step.ran, step.next);
+///     println!("{:?} -> {:?}", step.ran, step.next);
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
