@@ -11,17 +11,12 @@
 
 use std::time::Duration;
 
-use pktvec::graph::builtin::NullSink;
-use pktvec::graph::{Graph, GraphBuilder};
-use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
-use pktvec::io::profile::TrafficProfile;
-use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
+use pktvec::graph::Graph;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
-use pktvec::packet::{BufferPool, PoolConfig};
 use pktvec_workers::runtime::{BuildError, WorkerInfo, Workers, WorkersConfig};
 use serde_json::json;
 
-use crate::forwarders::graphs::{median, BUFFERS, L3_IPV4};
+use crate::forwarders::graphs::{self, median, BUFFERS};
 use crate::sitting::{Common, Headline, Sitting};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -190,56 +185,17 @@ fn measure(
 
 /// One worker's graph: `input → <forwarder> → tx`, its own generator seed, pool and table.
 fn build(app: App, w: WorkerInfo, stations: usize, routes: usize) -> Result<Graph, BuildError> {
-    let text = |e: Box<dyn std::error::Error>| -> BuildError { e.to_string().into() };
-    let seed = 0x5eed + w.id as u64;
-    let mut b = GraphBuilder::new(crate::forwarders::graphs::config());
-    match app {
-        App::L2fwd => {
-            let l2 = L2fwd::new(L2fwdConfig {
-                table_size: stations,
-                ..L2fwdConfig::default()
-            })
-            .map_err(|e| text(e.into()))?;
-            let profile = format!(
-                "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {}\nports = {}\n",
-                stations.clamp(2, 1 << 20),
-                stations.max(2),
-                l2.ports()
-            );
-            let mut profile = TrafficProfile::from_toml(&profile).map_err(|e| text(e.into()))?;
-            profile.seed = seed;
-            let gen = Generator::builder(profile)
-                .build()
-                .map_err(|e| text(e.into()))?;
-            b.add("input", GeneratorSource::new(gen).pregenerate(4096))
-                .set_next("input", GeneratorNext::Out, l2.entry());
-            let nodes = l2.add_to(&mut b);
-            b.add(&nodes.output_to_tx.to, NullSink);
-        }
-        App::L3fwd => {
-            let l3 = L3fwd::new(L3fwdConfig {
-                route_count: routes,
-                route6_count: 1000,
-                ..L3fwdConfig::default()
-            })
-            .map_err(|e| text(e.into()))?;
-            let mut profile = TrafficProfile::from_toml(L3_IPV4).map_err(|e| text(e.into()))?;
-            profile.seed = seed;
-            let gen = Generator::builder(profile)
-                .ipv4_prefixes(l3.routes4().iter().map(|r| (r.addr, r.len)).collect())
-                .ipv6_prefixes(l3.routes6().iter().map(|r| (r.addr, r.len)).collect())
-                .build()
-                .map_err(|e| text(e.into()))?;
-            b.add("input", GeneratorSource::new(gen).pregenerate(4096))
-                .set_next("input", GeneratorNext::Out, l3.entry());
-            let nodes = l3.add_to(&mut b);
-            b.add(&nodes.output_to_tx.to, NullSink);
-        }
-    }
-    let pool = BufferPool::new(PoolConfig {
-        buffers: BUFFERS,
-        ..PoolConfig::default()
-    })
-    .map_err(|e| text(e.into()))?;
-    b.build(pool).map_err(|e| text(e.into()))
+    let seed = Some(0x5eed + w.id as u64);
+    let graph = match app {
+        App::L2fwd => graphs::l2_app(stations).and_then(|l2| graphs::l2fwd_seeded(&l2, 4096, seed)),
+        App::L3fwd => L3fwd::new(L3fwdConfig {
+            route_count: routes,
+            route6_count: 1000,
+            ..L3fwdConfig::default()
+        })
+        .map_err(Into::into)
+        .and_then(|l3| graphs::l3fwd_seeded(&l3, graphs::L3_IPV4, 4096, seed)),
+    };
+    // the build error crosses threads as text
+    graph.map_err(|e| e.to_string().into())
 }

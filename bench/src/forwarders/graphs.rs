@@ -57,6 +57,11 @@ fn add_generator(b: &mut GraphBuilder, gen: Generator, pregen: usize, entry: &st
 
 /// l2fwd over `app` (its stations), traffic between those stations.
 pub fn l2fwd(app: &L2fwd, pregen: usize) -> Res<Graph> {
+    l2fwd_seeded(app, pregen, None)
+}
+
+/// [`l2fwd`] with the traffic's seed given (one per worker), else the profile's.
+pub fn l2fwd_seeded(app: &L2fwd, pregen: usize, seed: Option<u64>) -> Res<Graph> {
     let n = app.config().table_size;
     let profile = format!(
         "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {}\nports = {}\n",
@@ -64,7 +69,7 @@ pub fn l2fwd(app: &L2fwd, pregen: usize) -> Res<Graph> {
         n.max(2),
         app.ports()
     );
-    let gen = Generator::builder(TrafficProfile::from_toml(&profile)?).build()?;
+    let gen = Generator::builder(profile_seeded(&profile, seed)?).build()?;
     let mut b = GraphBuilder::new(config());
     add_generator(&mut b, gen, pregen, app.entry());
     let nodes = app.add_to(&mut b);
@@ -82,7 +87,12 @@ pub fn l2_app(stations: usize) -> Res<L2fwd> {
 
 /// l3fwd over `app` with generated traffic of `profile` (TOML) to its routes.
 pub fn l3fwd(app: &L3fwd, profile: &str, pregen: usize) -> Res<Graph> {
-    let gen = Generator::builder(TrafficProfile::from_toml(profile)?)
+    l3fwd_seeded(app, profile, pregen, None)
+}
+
+/// [`l3fwd`] with the traffic's seed given (one per worker), else the profile's.
+pub fn l3fwd_seeded(app: &L3fwd, profile: &str, pregen: usize, seed: Option<u64>) -> Res<Graph> {
+    let gen = Generator::builder(profile_seeded(profile, seed)?)
         .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
         .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
         .build()?;
@@ -91,6 +101,15 @@ pub fn l3fwd(app: &L3fwd, profile: &str, pregen: usize) -> Res<Graph> {
     let nodes = app.add_to(&mut b);
     b.add(&nodes.output_to_tx.to, NullSink);
     Ok(b.build(pool()?)?)
+}
+
+/// The profile of `toml`, its seed replaced by `seed` if given.
+fn profile_seeded(toml: &str, seed: Option<u64>) -> Res<TrafficProfile> {
+    let mut p = TrafficProfile::from_toml(toml)?;
+    if let Some(s) = seed {
+        p.seed = s;
+    }
+    Ok(p)
 }
 
 /// l3fwd over `app` replaying the capture at `path` in a loop.
