@@ -6,6 +6,7 @@
 //! indices that hand packets to the worker that owns their flow ([`ring`]).
 #![warn(missing_docs)]
 
+pub mod handoff;
 pub mod ring;
 pub mod rss;
 pub mod runtime;

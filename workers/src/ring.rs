@@ -206,6 +206,36 @@ impl Producer {
         self.head.wrapping_sub(self.cached_tail)
     }
 
+    /// Slots free now (the consumer's index is read afresh): an [`enqueue`](Self::enqueue)
+    /// of up to this many indices takes them all, since only this half fills the ring.
+    ///
+    /// ```
+    /// let (mut p, _c) = pktvec_workers::ring::ring(8);
+    /// assert_eq!(p.enqueue(&[1, 2, 3]), 3);
+    /// assert_eq!(p.free_space(), 5);
+    /// ```
+    #[inline]
+    pub fn free_space(&mut self) -> usize {
+        self.cached_tail = self.shared.tail.load(Ordering::Acquire);
+        self.mask + 1 - self.head.wrapping_sub(self.cached_tail)
+    }
+
+    /// Counts `n` indices as dropped without offering them (the caller saw with
+    /// [`free_space`](Self::free_space) that they would not fit, and dropped them).
+    ///
+    /// ```
+    /// let (mut p, _c) = pktvec_workers::ring::ring(8);
+    /// p.note_dropped(3);
+    /// assert_eq!(p.stats().dropped, 3);
+    /// ```
+    #[inline]
+    pub fn note_dropped(&mut self, n: usize) {
+        if n > 0 {
+            self.dropped += n as u64;
+            self.shared.prod_stats[1].store(self.dropped, Ordering::Relaxed);
+        }
+    }
+
     /// The ring's counters now.
     pub fn stats(&self) -> RingStats {
         self.shared.stats()

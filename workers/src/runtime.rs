@@ -36,9 +36,12 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
+use crossbeam_utils::CachePadded;
 use pktvec_graph::stats::{ErrorRow, RuntimeRow};
 use pktvec_graph::{Conservation, ErrorTable, Graph, RuntimeTable};
 use serde::Serialize;
+
+use crate::handoff::{Handoff, HandoffStats};
 
 /// How many workers and where they run.
 #[derive(Clone, Debug)]
@@ -49,6 +52,9 @@ pub struct WorkersConfig {
     pub pin: bool,
     /// The core of worker 0 when pinning.
     pub first_core: usize,
+    /// The handoff the workers' graphs use, if any: finite inputs then end only when every
+    /// worker is idle and every ring empty, and the report counts the rings' traffic.
+    pub handoff: Option<Arc<Handoff>>,
 }
 
 impl WorkersConfig {
@@ -63,7 +69,15 @@ impl WorkersConfig {
             workers,
             pin: true,
             first_core: 0,
+            handoff: None,
         }
+    }
+
+    /// The same workers, with their graphs handing packets to each other through
+    /// `handoff` (see [`crate::handoff`]).
+    pub fn with_handoff(mut self, handoff: Arc<Handoff>) -> Self {
+        self.handoff = Some(handoff);
+        self
     }
 }
 
@@ -215,6 +229,18 @@ pub struct WorkerReport {
     pub control_applied: u64,
     /// Control messages that failed, with why (an invalid vector size, an unknown node).
     pub control_errors: Vec<String>,
+    /// Packets it took from other workers' handoff rings (part of its graph's input).
+    pub handed_in: u64,
+    /// Packets it put into handoff rings (part of its graph's output).
+    pub handed_out: u64,
+}
+
+impl WorkerReport {
+    /// Packets its own inputs received (its graph's input less what other workers handed
+    /// it): what it contributes to the workers' packet rate.
+    pub fn received(&self) -> u64 {
+        self.conservation.input.saturating_sub(self.handed_in)
+    }
 }
 
 /// The end state of all workers.
@@ -224,6 +250,11 @@ pub struct WorkersReport {
     pub workers: Vec<WorkerReport>,
     /// Wall-clock seconds from the first worker's start to the last one's end.
     pub seconds: f64,
+    /// The handoff rings' counters, when the workers hand packets to each other (read
+    /// after all stopped, before what was left in the rings went back to the arena).
+    pub handoff: Option<HandoffStats>,
+    /// Buffers left in handoff rings when the workers stopped, returned to the arena.
+    pub reclaimed: u64,
 }
 
 /// Load imbalance between workers: max over mean (1.0 = perfectly even).
@@ -236,7 +267,9 @@ pub struct Imbalance {
 }
 
 impl WorkersReport {
-    /// Conservation summed over workers (each worker's must balance for the sum to).
+    /// Conservation summed over workers (each worker's must balance for the sum to). A
+    /// packet handed from one worker to another counts once: the rings' traffic is taken out
+    /// of the graphs' inputs and outputs, and what is still in a ring is in flight.
     pub fn conservation(&self) -> Conservation {
         let mut c = Conservation {
             input: 0,
@@ -258,6 +291,11 @@ impl WorkersReport {
             c.dropped_by_reason += x.dropped_by_reason;
             c.in_flight += x.in_flight;
             c.buffers_in_use += x.buffers_in_use;
+        }
+        if let Some(h) = &self.handoff {
+            c.input -= h.received.min(c.input);
+            c.output -= h.handed_off.min(c.output);
+            c.in_flight += h.in_rings;
         }
         c
     }
@@ -304,9 +342,19 @@ impl WorkersReport {
         sum_tables(self.workers.iter().map(|w| &w.created))
     }
 
-    /// Packets all workers' inputs produced.
+    /// Packets all workers' inputs produced (each packet once, however many workers it
+    /// crossed).
     pub fn input_packets(&self) -> u64 {
         self.conservation().input
+    }
+
+    /// Packets per second: each worker's received packets over its own forwarding time,
+    /// summed.
+    pub fn packets_per_second(&self) -> f64 {
+        self.workers
+            .iter()
+            .map(|w| w.received() as f64 / w.seconds.max(1e-9))
+            .sum()
     }
 
     /// Max over mean of the workers' input packets and busy cycles.
@@ -327,6 +375,8 @@ impl WorkersReport {
                     .map(|w| w.conservation.input as f64)
                     .collect(),
             ),
+            // (with handoff, a worker's graph input includes what others handed it: the
+            // packets it processed)
             busy_cycles: ratio(
                 self.workers
                     .iter()
@@ -370,6 +420,24 @@ impl fmt::Display for WorkersReport {
         if !errors.rows.is_empty() {
             writeln!(f, "{errors}")?;
         }
+        if let Some(h) = &self.handoff {
+            writeln!(
+                f,
+                "handoff: {} handed off, {} congestion drops, {} in rings at the end",
+                h.handed_off, h.congestion_drops, h.in_rings
+            )?;
+            for r in h
+                .rings
+                .iter()
+                .filter(|r| r.stats.enqueued + r.stats.dropped > 0)
+            {
+                writeln!(
+                    f,
+                    "  ring {} -> {}: enqueued {}, dropped {}, high-water {}",
+                    r.from, r.to, r.stats.enqueued, r.stats.dropped, r.stats.high_water
+                )?;
+            }
+        }
         let i = self.imbalance();
         writeln!(
             f,
@@ -388,6 +456,22 @@ pub struct Running {
     workers: usize,
     handles: Vec<JoinHandle<Result<WorkerReport, WorkerError>>>,
     start: Instant,
+    handoff: Option<Arc<Handoff>>,
+}
+
+/// What workers share to end together when they hand packets to each other.
+struct Quiesce {
+    handoff: Arc<Handoff>,
+    /// Per worker: idle after its last turn.
+    idle: Vec<CachePadded<AtomicBool>>,
+}
+
+impl Quiesce {
+    /// Every worker idle and every ring empty: nothing can arrive any more (packets taken
+    /// from a ring go to the continuation, never to a handoff again).
+    fn done(&self) -> bool {
+        self.idle.iter().all(|i| i.load(Ordering::SeqCst)) && self.handoff.in_rings() == 0
+    }
 }
 
 impl Workers {
@@ -421,6 +505,14 @@ impl Workers {
             Vec::new()
         };
         let build = Arc::new(build);
+        let quiesce = cfg.handoff.clone().map(|handoff| {
+            Arc::new(Quiesce {
+                handoff,
+                idle: (0..cfg.workers)
+                    .map(|_| CachePadded::new(AtomicBool::new(false)))
+                    .collect(),
+            })
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicUsize::new(0));
         let mut running = Running {
@@ -430,6 +522,7 @@ impl Workers {
             workers: cfg.workers,
             handles: Vec::with_capacity(cfg.workers),
             start: Instant::now(),
+            handoff: cfg.handoff.clone(),
         };
         for id in 0..cfg.workers {
             let core = (!cores.is_empty()).then(|| cores[(cfg.first_core + id) % cores.len()]);
@@ -439,6 +532,7 @@ impl Workers {
                 core: core.map(|c| c.id),
             };
             let (build, stop, ready) = (build.clone(), stop.clone(), ready.clone());
+            let quiesce = quiesce.clone();
             let (tx, rx) = crossbeam_channel::unbounded();
             running.control.push(tx);
             let spawned = std::thread::Builder::new()
@@ -448,7 +542,12 @@ impl Workers {
                         core_affinity::set_for_current(c);
                     }
                     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        worker(info, &*build, &stop, &ready, &rx, until_idle)
+                        let end = End {
+                            stop: &stop,
+                            until_idle,
+                            quiesce: quiesce.as_deref(),
+                        };
+                        worker(info, &*build, &ready, &rx, end)
                     }))
                     .unwrap_or_else(|panic| {
                         Err(WorkerError::Panicked {
@@ -481,13 +580,19 @@ impl Workers {
 /// The worker runtime (see the module docs).
 pub struct Workers;
 
+/// When a worker's loop ends.
+struct End<'a> {
+    stop: &'a AtomicBool,
+    until_idle: bool,
+    quiesce: Option<&'a Quiesce>,
+}
+
 fn worker<F>(
     info: WorkerInfo,
     build: &F,
-    stop: &AtomicBool,
     ready: &AtomicUsize,
     control: &Receiver<Control>,
-    until_idle: bool,
+    end: End<'_>,
 ) -> Result<WorkerReport, WorkerError>
 where
     F: Fn(WorkerInfo) -> Result<Graph, BuildError>,
@@ -498,6 +603,7 @@ where
     })?;
     // every worker starts forwarding once all have built their graphs (or one failed)
     ready.fetch_add(1, Ordering::AcqRel);
+    let stop = end.stop;
     while ready.load(Ordering::Acquire) < info.workers && !stop.load(Ordering::Relaxed) {
         std::thread::yield_now();
     }
@@ -512,8 +618,25 @@ where
                 control_errors.push(e);
             }
         }
-        if graph.run_once() == 0 && until_idle && graph.run_until_idle() == 0 {
-            break;
+        match end.quiesce {
+            None => {
+                if graph.run_once() == 0 && end.until_idle && graph.run_until_idle() == 0 {
+                    break;
+                }
+            }
+            Some(q) => {
+                // busy while in a turn, so that no other worker ends while this one may
+                // still hand it packets
+                let me = &q.idle[info.id];
+                me.store(false, Ordering::SeqCst);
+                if graph.run_once() == 0 && graph.run_until_idle() == 0 {
+                    me.store(true, Ordering::SeqCst);
+                    if end.until_idle && q.done() {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
         }
         if stop.load(Ordering::Relaxed) {
             break;
@@ -531,6 +654,8 @@ where
         conservation: graph.conservation(),
         control_applied,
         control_errors,
+        handed_in: 0,
+        handed_out: 0,
     })
 }
 
@@ -591,11 +716,24 @@ impl Running {
                 }
             }
         }
+        let seconds = self.start.elapsed().as_secs_f64();
+        // the rings' counters once every worker stopped, then what is left in them goes
+        // back to the arena (their graphs are gone)
+        let handoff = self.handoff.as_ref().map(|h| h.stats());
+        let reclaimed = self.handoff.as_ref().map_or(0, |h| h.reclaim());
+        if let Some(h) = &handoff {
+            for w in &mut workers {
+                w.handed_in = h.received_by(w.worker);
+                w.handed_out = h.sent_by(w.worker);
+            }
+        }
         match first_error {
             Some(e) => Err(e),
             None => Ok(WorkersReport {
                 workers,
-                seconds: self.start.elapsed().as_secs_f64(),
+                seconds,
+                handoff,
+                reclaimed,
             }),
         }
     }

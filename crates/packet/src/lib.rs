@@ -35,6 +35,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod arena;
 pub mod builder;
 pub mod checksum;
 pub mod mem;
@@ -44,6 +45,7 @@ pub mod pool;
 pub mod prefetch;
 pub mod wire;
 
+pub use arena::SharedArena;
 pub use meta::{BufferMeta, MetaFlags, META_USER_BYTES, NO_INTERFACE};
 pub use packet::{Packet, PacketError, PacketMut};
 pub use pool::{

@@ -550,6 +550,58 @@ impl BufferPool {
         Some((m.meta.data_offset, m.meta.len))
     }
 
+    /// [`release`](Self::release) that returns the buffer's whole metadata: how a packet
+    /// leaves one worker's pool for another's over a shared arena
+    /// ([`SharedArena::hand_off`](crate::arena::SharedArena::hand_off)). `None` (counted
+    /// as a double free) if the pool does not hold `bi`.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 4, ..PoolConfig::default() })?;
+    /// let bi = pool.alloc_with(b"abc")?;
+    /// assert_eq!(pool.release_meta(bi).map(|m| m.len), Some(3));
+    /// assert_eq!(pool.release_meta(bi), None);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline]
+    pub fn release_meta(&mut self, bi: u32) -> Option<BufferMeta> {
+        let Some(m) = self.slots.get_mut(bi as usize).filter(|m| m.is_held()) else {
+            self.double_frees += 1;
+            return None;
+        };
+        m.span = NOT_HELD;
+        self.in_use -= 1;
+        Some(m.meta)
+    }
+
+    /// [`adopt`](Self::adopt) with the buffer's whole metadata given (a packet another
+    /// worker's pool released with [`release_meta`](Self::release_meta)); the `TRACED`
+    /// flag is cleared (the trace index was the other graph's). Returns false, counted in
+    /// [`bad_adopts`](Self::bad_adopts), if `bi` is not a buffer of this pool, is already
+    /// held, or `meta` places the packet outside the buffer.
+    ///
+    /// # Safety
+    /// As for [`adopt`](Self::adopt): `bi` is handed over now and used by no one else.
+    // SAFETY: the same contract as `adopt`; the body checks the index, the mark and the
+    // packet's place before writing the line.
+    #[inline]
+    pub unsafe fn adopt_meta(&mut self, bi: u32, meta: &BufferMeta) -> bool {
+        let fits = meta.data_offset as usize + meta.len as usize <= self.buf_size as usize;
+        match self.slots.get_mut(bi as usize) {
+            Some(m) if !m.is_held() && fits => {
+                let mut meta = *meta;
+                meta.flags.remove(MetaFlags::TRACED);
+                *m = Slot::held(meta, self.buf_size);
+                self.in_use += 1;
+                true
+            }
+            _ => {
+                self.bad_adopts += 1;
+                false
+            }
+        }
+    }
+
     /// Gives buffer `bi` up without freeing it: a driver now owns it and will return it to
     /// the backend itself (transmit). Returns false (counted as a double free) if it was not
     /// in use.
