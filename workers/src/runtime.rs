@@ -634,7 +634,8 @@ where
                     if end.until_idle && q.done() {
                         break;
                     }
-                    std::hint::spin_loop();
+                    // nothing to do: let a worker sharing this core run
+                    std::thread::yield_now();
                 }
             }
         }

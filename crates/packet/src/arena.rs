@@ -156,6 +156,23 @@ impl SharedArena {
         self.available.load(Ordering::Relaxed)
     }
 
+    /// Indices that appear more than once on the free list (a buffer freed twice into the
+    /// arena): always 0 unless the ownership protocol was broken. Sorts a copy of the list
+    /// under the lock: for tests and audits, not the packet path.
+    ///
+    /// ```
+    /// let arena = pktvec_packet::SharedArena::new(Default::default())?;
+    /// assert_eq!(arena.free_duplicates(), 0);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    pub fn free_duplicates(&self) -> usize {
+        let mut v = self.free_list().clone();
+        v.sort_unstable();
+        let n = v.len();
+        v.dedup();
+        n - v.len()
+    }
+
     /// Buffers in the arena.
     pub fn capacity(&self) -> usize {
         self.buffers as usize
