@@ -9,3 +9,4 @@ pub mod hash;
 pub mod ipv4;
 pub mod ipv6;
 pub mod routes;
+pub mod updates;
