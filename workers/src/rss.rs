@@ -2,10 +2,25 @@
 //! compute over a flow's addresses and ports, and a redirection table (RETA) from hash to
 //! owner worker.
 //!
-//! * [`Toeplitz`] holds a 40-byte key and, precomputed from it, one table of 256 `u32` per
-//!   input byte position: hashing an IPv4 5-tuple (12 bytes: source and destination
-//!   address, source and destination port, network order) is 12 loads and XORs.
-//!   [`toeplitz_scalar`] is the bit-by-bit reference every other path is tested against.
+//! * [`Toeplitz`] holds a 40-byte key and what two hashing paths precompute from it; it
+//!   hashes with one of them, its [`Path`]:
+//!   * [`Path::Table`], any CPU: one table of 256 `u32` per input byte position (36 KiB),
+//!     so hashing an IPv4 5-tuple (12 bytes: source and destination address, source and
+//!     destination port, network order) is 12 loads and XORs.
+//!   * [`Path::Gfni`], x86-64 with GFNI and AVX-512 (F, BW, VBMI): what input byte `i`
+//!     adds to hash byte `k` is a linear map of that byte fixed by key bytes `i + k` and
+//!     `i + k + 1`, i.e. an 8×8 bit matrix, which is what `GF2P8AFFINEQB` applies to every
+//!     byte of a register. The 39 matrices of a key (320 bytes) are built once; a tuple is
+//!     then a masked load, one byte permute, one affine transform and one XOR per 8 of
+//!     `len + 3` lanes (2 for IPv4, 5 for IPv6), and a fold of the lanes.
+//!     [`Toeplitz::hash_tuples`] hashes sixteen tuples per step with one store of their
+//!     hashes.
+//!
+//!   [`Toeplitz::new`] takes the GFNI path where the CPU has it (`is_x86_feature_detected!`,
+//!   once per hasher) and the table path elsewhere; [`Toeplitz::with_path`] forces one.
+//!   The GFNI path is built by Rust 1.89 and later (older compilers build the table path
+//!   alone). Both compute exactly [`toeplitz_scalar`], the bit-by-bit reference every path
+//!   is tested against, for every key and input.
 //! * [`DEFAULT_KEY`] is the Microsoft/Intel key that NIC drivers default to;
 //!   [`SYMMETRIC_KEY`] (`6d5a` repeated) hashes both directions of a flow alike.
 //! * [`Tuple`] is the hash input; [`tuple_from_frame`], [`tuple_from_ipv4`] and
@@ -14,7 +29,7 @@
 //! * [`Reta`] maps `hash & (size - 1)` to the owner worker, as a NIC's indirection table.
 //!
 //! ```
-//! use pktvec_workers::rss::{Reta, Toeplitz, Tuple};
+//! use pktvec_workers::rss::{Path, Reta, Toeplitz, Tuple};
 //! use std::net::Ipv4Addr;
 //!
 //! let rss = Toeplitz::default();
@@ -25,8 +40,12 @@
 //! );
 //! // The Microsoft RSS verification suite's first IPv4/TCP vector.
 //! assert_eq!(rss.hash(t.as_bytes()), 0x51cc_c178);
+//! assert_eq!(rss.path(), Path::best());
+//! // The same on the table path, whatever the CPU.
+//! let table = rss.with_path(Path::Table).unwrap();
+//! assert_eq!(table.hash(t.as_bytes()), 0x51cc_c178);
 //! let reta = Reta::new(4, 128);
-//! assert!(reta.owner(rss.hash(t.as_bytes())) < 4);
+//! assert!(reta.owner(table.hash(t.as_bytes())) < 4);
 //! ```
 
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -34,6 +53,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use pktvec_packet::wire::{
     parse_l2, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket,
 };
+
+#[cfg(pktvec_gfni)]
+mod gfni;
 
 /// Length of a Toeplitz key in bytes (as NICs and DPDK use it).
 pub const KEY_LEN: usize = 40;
@@ -76,7 +98,7 @@ fn key_window(key: &[u8; KEY_LEN], i: usize) -> u64 {
 /// The Toeplitz hash of `input` under `key`, bit by bit: for every set input bit `n`
 /// (most significant bit of the first byte first), XOR in the 32 key bits that start at key
 /// bit `n`. This is the definition (and what `rte_softrss` computes); the reference for the
-/// table path.
+/// table and GFNI paths.
 pub fn toeplitz_scalar(key: &[u8; KEY_LEN], input: &[u8]) -> u32 {
     let mut h = 0u32;
     for (i, &byte) in input.iter().take(MAX_INPUT).enumerate() {
@@ -90,17 +112,88 @@ pub fn toeplitz_scalar(key: &[u8; KEY_LEN], input: &[u8]) -> u32 {
     h
 }
 
-/// A Toeplitz hasher: the key and its per-byte lookup tables (36 × 256 `u32`, 36 KiB).
+/// How a [`Toeplitz`] hashes. Every path computes the same hash ([`toeplitz_scalar`]).
+///
+/// ```
+/// use pktvec_workers::rss::Path;
+///
+/// assert!(Path::Table.available());
+/// assert!(Path::best().available());
+/// assert_eq!(Path::best() == Path::Gfni, Path::Gfni.available());
+/// assert_eq!(Path::Gfni.to_string(), "gfni");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// Per-byte lookup tables: one load and one XOR per input byte. Any CPU.
+    Table,
+    /// `GF2P8AFFINEQB` on AVX-512 registers, sixteen tuples per step in bulk. x86-64 with
+    /// GFNI, AVX-512F, AVX-512BW and AVX-512VBMI, built by Rust 1.89 or later.
+    Gfni,
+}
+
+impl Path {
+    /// Every path, the portable one first.
+    pub const ALL: [Path; 2] = [Path::Table, Path::Gfni];
+
+    /// Whether this build and this CPU run the path (the CPU's features are read once and
+    /// cached by the standard library).
+    pub fn available(self) -> bool {
+        match self {
+            Path::Table => true,
+            #[cfg(pktvec_gfni)]
+            Path::Gfni => gfni::available(),
+            #[cfg(not(pktvec_gfni))]
+            Path::Gfni => false,
+        }
+    }
+
+    /// The fastest available path: [`Path::Gfni`] where available, else [`Path::Table`].
+    pub fn best() -> Path {
+        if Path::Gfni.available() {
+            Path::Gfni
+        } else {
+            Path::Table
+        }
+    }
+
+    /// The path's short name: `table` or `gfni`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Table => "table",
+            Path::Gfni => "gfni",
+        }
+    }
+}
+
+impl std::fmt::Display for Path {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// [`Toeplitz::with_path`] asked for a path that this build or CPU does not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the {0} Toeplitz path is not available on this CPU or build")]
+pub struct PathUnavailable(pub Path);
+
+/// A Toeplitz hasher: the key, what its paths precompute (the per-byte lookup tables, 36 ×
+/// 256 `u32` = 36 KiB, and where built the 40 GFNI matrices, 320 bytes), and the [`Path`]
+/// it hashes with.
 #[derive(Clone)]
 pub struct Toeplitz {
     key: [u8; KEY_LEN],
     table: Box<[[u32; 256]; MAX_INPUT]>,
+    #[cfg(pktvec_gfni)]
+    matrices: gfni::Matrices,
+    /// `Path::Gfni` only where `Path::Gfni.available()` (checked by `new` and `with_path`).
+    path: Path,
 }
 
 impl std::fmt::Debug for Toeplitz {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toeplitz")
             .field("key", &self.key)
+            .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
@@ -113,7 +206,15 @@ impl Default for Toeplitz {
 }
 
 impl Toeplitz {
-    /// Precomputes the tables for `key`.
+    /// Precomputes the tables (and the GFNI matrices) for `key`; hashes with
+    /// [`Path::best`].
+    ///
+    /// ```
+    /// use pktvec_workers::rss::{toeplitz_scalar, Toeplitz, DEFAULT_KEY};
+    ///
+    /// let rss = Toeplitz::new(&DEFAULT_KEY);
+    /// assert_eq!(rss.hash(b"any input"), toeplitz_scalar(&DEFAULT_KEY, b"any input"));
+    /// ```
     pub fn new(key: &[u8; KEY_LEN]) -> Toeplitz {
         let mut table = Box::new([[0u32; 256]; MAX_INPUT]);
         for (i, t) in table.iter_mut().enumerate() {
@@ -125,7 +226,13 @@ impl Toeplitz {
                 t[v] = t[v & (v - 1)] ^ bit_value[7 - low];
             }
         }
-        Toeplitz { key: *key, table }
+        Toeplitz {
+            key: *key,
+            table,
+            #[cfg(pktvec_gfni)]
+            matrices: gfni::Matrices::new(key),
+            path: Path::best(),
+        }
     }
 
     /// The hasher for [`SYMMETRIC_KEY`].
@@ -133,26 +240,85 @@ impl Toeplitz {
         Toeplitz::new(&SYMMETRIC_KEY)
     }
 
+    /// The same hasher on `path`, or [`PathUnavailable`] where this build or CPU lacks it.
+    ///
+    /// ```
+    /// use pktvec_workers::rss::{Path, PathUnavailable, Toeplitz};
+    ///
+    /// let table = Toeplitz::default().with_path(Path::Table).unwrap();
+    /// assert_eq!(table.path(), Path::Table);
+    /// match Toeplitz::default().with_path(Path::Gfni) {
+    ///     Ok(gfni) => assert_eq!(gfni.hash(b"0123456789ab"), table.hash(b"0123456789ab")),
+    ///     Err(e) => assert_eq!(e, PathUnavailable(Path::Gfni)),
+    /// }
+    /// ```
+    pub fn with_path(mut self, path: Path) -> Result<Toeplitz, PathUnavailable> {
+        if !path.available() {
+            return Err(PathUnavailable(path));
+        }
+        self.path = path;
+        Ok(self)
+    }
+
+    /// The path this hasher takes.
+    pub fn path(&self) -> Path {
+        self.path
+    }
+
     /// The key.
     pub fn key(&self) -> &[u8; KEY_LEN] {
         &self.key
     }
 
-    /// The hash of `input` (its first [`MAX_INPUT`] bytes) by table lookups: one load and
-    /// one XOR per byte. Equals [`toeplitz_scalar`] with the same key.
+    /// The hash of `input` (its first [`MAX_INPUT`] bytes) on this hasher's path. Equals
+    /// [`toeplitz_scalar`] with the same key.
     #[inline]
     pub fn hash(&self, input: &[u8]) -> u32 {
+        #[cfg(pktvec_gfni)]
+        if self.path == Path::Gfni {
+            // SAFETY: the path is Gfni only where gfni::available() held (`new`,
+            // `with_path`), which is what gfni::hash needs.
+            return unsafe { gfni::hash(&self.matrices, input) };
+        }
+        self.hash_table(input)
+    }
+
+    /// The hash of `input` (its first [`MAX_INPUT`] bytes) on the table path, whatever
+    /// [`Toeplitz::path`] says: one load and one XOR per byte.
+    ///
+    /// ```
+    /// use pktvec_workers::rss::{toeplitz_scalar, Toeplitz, SYMMETRIC_KEY};
+    ///
+    /// let rss = Toeplitz::symmetric();
+    /// assert_eq!(rss.hash_table(b"abcd"), toeplitz_scalar(&SYMMETRIC_KEY, b"abcd"));
+    /// ```
+    #[inline]
+    pub fn hash_table(&self, input: &[u8]) -> u32 {
         input
             .iter()
             .zip(self.table.iter())
             .fold(0u32, |h, (&b, t)| h ^ t[usize::from(b)])
     }
 
-    /// The hash of a fixed-length input (`N` ≤ [`MAX_INPUT`]), fully unrolled: 12 loads
-    /// and XORs for an IPv4 5-tuple, 36 for IPv6.
+    /// The hash of a fixed-length input (`N` ≤ [`MAX_INPUT`]) on this hasher's path; the
+    /// table path fully unrolled: 12 loads and XORs for an IPv4 5-tuple, 36 for IPv6.
+    ///
+    /// ```
+    /// use pktvec_workers::rss::{Path, Toeplitz};
+    ///
+    /// let rss = Toeplitz::default();
+    /// let t = [66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6];
+    /// assert_eq!(rss.hash_fixed(&t), 0x51cc_c178);
+    /// assert_eq!(rss.with_path(Path::Table).unwrap().hash_fixed(&t), 0x51cc_c178);
+    /// ```
     #[inline]
     pub fn hash_fixed<const N: usize>(&self, input: &[u8; N]) -> u32 {
         const { assert!(N <= MAX_INPUT) };
+        #[cfg(pktvec_gfni)]
+        if self.path == Path::Gfni {
+            // SAFETY: as in `hash`.
+            return unsafe { gfni::hash(&self.matrices, input) };
+        }
         // The input is read 8 bytes at a time and split with shifts, so the loads are the
         // table's only (one per byte instead of two).
         let mut h = 0u32;
@@ -173,10 +339,32 @@ impl Toeplitz {
         h
     }
 
-    /// Hashes a vector of tuples into `out` (`out[i]` for `tuples[i]`; stops at the shorter).
+    /// Hashes a vector of tuples into `out` (`out[i]` for `tuples[i]`; stops at the
+    /// shorter) on this hasher's path: on the GFNI path sixteen tuples per step (a padded
+    /// step for the last fewer than sixteen), each step as long as its longest tuple needs.
+    ///
+    /// ```
+    /// use pktvec_workers::rss::{Toeplitz, Tuple};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let rss = Toeplitz::default();
+    /// let tuples: Vec<Tuple> = (0..20u8)
+    ///     .map(|i| Tuple::v4(Ipv4Addr::new(10, 0, 0, i), Ipv4Addr::new(10, 0, 1, 1), Some((1000, 80))))
+    ///     .collect();
+    /// let mut out = [0u32; 20];
+    /// rss.hash_tuples(&tuples, &mut out);
+    /// for (t, h) in tuples.iter().zip(out) {
+    ///     assert_eq!(h, rss.hash(t.as_bytes()));
+    /// }
+    /// ```
     pub fn hash_tuples(&self, tuples: &[Tuple], out: &mut [u32]) {
+        #[cfg(pktvec_gfni)]
+        if self.path == Path::Gfni {
+            // SAFETY: as in `hash`.
+            return unsafe { gfni::hash_tuples(&self.matrices, tuples, out) };
+        }
         for (t, o) in tuples.iter().zip(out.iter_mut()) {
-            *o = self.hash(t.as_bytes());
+            *o = self.hash_table(t.as_bytes());
         }
     }
 }
@@ -191,6 +379,13 @@ pub struct Tuple {
 }
 
 impl Tuple {
+    /// The empty input (hash 0): padding for the GFNI path's last step.
+    #[cfg(pktvec_gfni)]
+    const EMPTY: Tuple = Tuple {
+        bytes: [0; MAX_INPUT],
+        len: 0,
+    };
+
     /// An IPv4 tuple; with `ports` = `Some((source, destination))` the 4-tuple.
     pub fn v4(src: Ipv4Addr, dst: Ipv4Addr, ports: Option<(u16, u16)>) -> Tuple {
         let mut bytes = [0u8; MAX_INPUT];
