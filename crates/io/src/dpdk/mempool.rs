@@ -5,7 +5,7 @@ use pktvec_dpdk_sys as sys;
 use pktvec_packet::pool::{BufferBackend, BufferPool, ExternalRegion};
 use std::ffi::CString;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Where mbuf `i` of a pool is: all objects at one fixed stride, so index ↔ mbuf is
@@ -445,9 +445,13 @@ pub(crate) struct MempoolInner {
     pub(crate) mp: NonNull<sys::rte_mempool>,
     pub(crate) layout: Layout,
     name: String,
-    /// Whether a [`BufferPool`] over these mbufs exists (at most one at a time).
-    pool_taken: AtomicBool,
+    /// The [`BufferPool`]s over these mbufs that exist: [`SOLE`] for the one of
+    /// [`Mempool::buffer_pool`], else how many of [`Mempool::worker_pool`]'s.
+    pools: AtomicU32,
 }
+
+/// [`MempoolInner::pools`] while the pool of [`Mempool::buffer_pool`] exists.
+const SOLE: u32 = u32::MAX;
 
 // SAFETY: a DPDK mempool created with the default "ring_mp_mc" ops is safe to use from
 // several threads (multi-producer/multi-consumer ring); the layout is immutable.
@@ -675,7 +679,7 @@ impl Mempool {
                             mp,
                             layout,
                             name,
-                            pool_taken: AtomicBool::new(false),
+                            pools: AtomicU32::new(0),
                         }),
                     })
                 }
@@ -693,10 +697,11 @@ impl Mempool {
     /// the mbufs' data buffers (headroom included); allocation and free go to the mempool in
     /// bulk through a local cache.
     ///
-    /// One pool at a time: while it exists, another call is an error
-    /// ([`DpdkError::PoolTaken`]); dropping it (with its graph) allows the next. Two pools
-    /// over the same mbufs could each reach a buffer the other holds, and a pool's index
-    /// is an mbuf's identity for every DPDK node of its graph.
+    /// The only pool at a time: while it exists, another call, or a
+    /// [`worker_pool`](Self::worker_pool), is an error ([`DpdkError::PoolTaken`]); dropping
+    /// it (with its graph) allows the next. So every mbuf out of the mempool is this pool's
+    /// or a driver's. Workers, one graph each, take a [`worker_pool`](Self::worker_pool)
+    /// each instead.
     ///
     /// ```no_run
     /// # use pktvec_io::dpdk::{DpdkError, Eal, Mempool};
@@ -710,12 +715,71 @@ impl Mempool {
     /// # let _ = pool; Ok(()) }
     /// ```
     pub fn buffer_pool(&self) -> Result<BufferPool, DpdkError> {
-        if self.inner.pool_taken.swap(true, Ordering::AcqRel) {
+        if self
+            .inner
+            .pools
+            .compare_exchange(0, SOLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return Err(DpdkError::PoolTaken(self.inner.name.clone()));
         }
-        // The backend clears the flag when it drops, also if building the pool fails.
+        self.pool_over_mbufs(true)
+    }
+
+    /// A buffer pool over these mbufs for one of several workers (threads), each with its
+    /// own graph: any number may exist at once, but not beside a
+    /// [`buffer_pool`](Self::buffer_pool) ([`DpdkError::PoolTaken`] then).
+    ///
+    /// Each covers every mbuf's index, and no two ever hold the same mbuf, so the workers
+    /// share one mempool, as DPDK applications share one per socket:
+    ///
+    /// * a pool holds only mbufs it took from the mempool (whose multi-producer,
+    ///   multi-consumer ring hands each free mbuf to one taker), mbufs a driver handed to
+    ///   an rx node of its graph (a received mbuf comes out of one queue, polled by one
+    ///   worker), and mbufs its tx node gave a driver that refused them;
+    /// * it reaches the bytes of only the mbufs it holds: the accessors of any other index
+    ///   show an empty packet (the pool's held mark), and its free and release (tx) refuse
+    ///   an index it does not hold;
+    /// * an mbuf it sends or frees leaves it before anyone else can take it: the driver,
+    ///   once done, puts it back in the mempool, from where any worker's pool or rx queue
+    ///   may take it next;
+    /// * the mempool is used from the workers' threads, which are not EAL lcores: they
+    ///   take and return mbufs on its ring directly, without a per-lcore cache.
+    ///
+    /// So each worker's conservation holds for its own graph, and once every worker's
+    /// pool and every port are gone, every mbuf is back in the mempool. (A mempool per
+    /// worker would give the same guarantees for as many mbufs again per worker, and a
+    /// mempool per rx queue at [`Port::start`](super::Port::start).)
+    ///
+    /// ```no_run
+    /// # use pktvec_io::dpdk::{DpdkError, Eal, Mempool};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let eal = Eal::init("--no-huge -m 512 --no-pci -l 0")?;
+    /// let mempool = Mempool::new(&eal, 8192, 2048)?;
+    /// let pools = [mempool.worker_pool()?, mempool.worker_pool()?];
+    /// assert!(matches!(mempool.buffer_pool(), Err(DpdkError::PoolTaken(_))));
+    /// drop(pools);
+    /// assert_eq!(mempool.available(), mempool.capacity());
+    /// # Ok(()) }
+    /// ```
+    pub fn worker_pool(&self) -> Result<BufferPool, DpdkError> {
+        self.inner
+            .pools
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| match n {
+                SOLE => None,
+                n => n.checked_add(1).filter(|&m| m != SOLE),
+            })
+            .map_err(|_| DpdkError::PoolTaken(self.inner.name.clone()))?;
+        self.pool_over_mbufs(false)
+    }
+
+    /// The pool over the mbufs, counted in [`MempoolInner::pools`] already (as the sole
+    /// pool or as a worker's).
+    fn pool_over_mbufs(&self, sole: bool) -> Result<BufferPool, DpdkError> {
+        // The backend uncounts the pool when it drops, also if building the pool fails.
         let backend = Box::new(MempoolBackend {
             inner: self.inner.clone(),
+            sole,
         });
         let l = self.inner.layout;
         let base = NonNull::new((l.mbuf0 + l.buf_off) as *mut u8)
@@ -763,13 +827,20 @@ impl Mempool {
 /// The free list of a [`BufferPool`] over a DPDK mempool.
 struct MempoolBackend {
     inner: Arc<MempoolInner>,
+    /// Whether its pool is [`Mempool::buffer_pool`]'s (else a [`Mempool::worker_pool`]).
+    sole: bool,
 }
 
 impl Drop for MempoolBackend {
-    /// The pool over the mempool is gone (its local cache already handed back): the next
-    /// [`Mempool::buffer_pool`] may build one.
+    /// The pool over the mempool is gone (its local cache already handed back): uncounted,
+    /// so that once none is left a [`Mempool::buffer_pool`] may be built.
     fn drop(&mut self) {
-        self.inner.pool_taken.store(false, Ordering::Release);
+        match self.sole {
+            true => self.inner.pools.store(0, Ordering::Release),
+            false => {
+                self.inner.pools.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
     }
 }
 

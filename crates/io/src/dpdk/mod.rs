@@ -4,9 +4,13 @@
 //!   argument string (`"--no-huge -m 1024 --no-pci --vdev=net_pcap0,rx_pcap=in.pcap"`).
 //! * [`Mempool`]: a DPDK mbuf pool that is also the graph's [`BufferPool`]
 //!   ([`Mempool::buffer_pool`]): buffer index `i` *is* mbuf `i` of the pool, so a
-//!   received mbuf enters the graph as an index and leaves by tx without a copy.
-//! * [`Port`]: an ethdev port set up with rx/tx queues (RSS across several rx queues),
-//!   promiscuous mode, and its counters ([`PortStats`], from `rte_eth_stats_get`).
+//!   received mbuf enters the graph as an index and leaves by tx without a copy. Workers,
+//!   one graph each, take one [`Mempool::worker_pool`] each over the one mempool.
+//! * [`Port`]: an ethdev port set up with rx/tx queues, RSS across several rx queues as
+//!   [`RssConfig`] says (key, hash fields, redirection table; [`Port::rss`] reports what the
+//!   device does), promiscuous mode, and its counters ([`PortStats`], from
+//!   `rte_eth_stats_get`; [`QueueStats`] per queue). Worker `w` of several polls rx queue
+//!   `w` and sends on tx queue `w` of every port.
 //! * [`DpdkRx`] and [`DpdkTx`]: the input node polling an rx queue and the sink node
 //!   transmitting to a tx queue, one burst per vector (tx retries, then drops with a
 //!   counted reason).
@@ -44,6 +48,7 @@ mod io_forward;
 mod mempool;
 mod nodes;
 mod port;
+mod rss;
 
 pub use eal::Eal;
 pub use io_forward::IoForward;
@@ -51,7 +56,8 @@ pub use mempool::{Mempool, ObjectLayout};
 pub use nodes::{
     DpdkRx, DpdkRxError, DpdkRxNext, DpdkTx, DpdkTxError, DEFAULT_RX_BURST, DEFAULT_TX_RETRIES,
 };
-pub use port::{Port, PortConfig, PortStats};
+pub use port::{Port, PortConfig, PortStats, QueueStats};
+pub use rss::{RssConfig, RssStatus, RSS_IP, RSS_TCP, RSS_UDP};
 
 #[cfg(doc)]
 use pktvec_packet::BufferPool;
@@ -94,10 +100,15 @@ pub enum DpdkError {
         /// DPDK's error text.
         text: String,
     },
-    /// [`Mempool::buffer_pool`] was called while the pool it built earlier still exists:
-    /// one buffer pool per mempool at a time.
-    #[error("mempool {0}: its buffer pool already exists (one per mempool at a time; drop the graph that holds it first)")]
+    /// [`Mempool::buffer_pool`] was called while a pool it built earlier, or a
+    /// [`Mempool::worker_pool`], still exists, or `worker_pool` while the `buffer_pool`
+    /// does: one sole buffer pool per mempool at a time, or any number of workers' pools.
+    #[error("mempool {0}: its buffer pool already exists (one per mempool at a time, or one per worker with `worker_pool`; drop the graphs that hold them first)")]
     PoolTaken(String),
+    /// An RSS key that is not 40 bytes of hex ([`RssConfig::with_key`],
+    /// [`RssConfig::with_hex_key`]).
+    #[error("RSS key: {0}")]
+    RssKey(String),
     /// The buffer pool over the mempool could not be built.
     #[error(transparent)]
     Pool(#[from] pktvec_packet::PoolError),
