@@ -28,6 +28,7 @@ mod model;
 mod multicore;
 mod plot;
 mod prefetch;
+mod route_updates;
 mod rss;
 mod scoreboard;
 mod seed_figures;
@@ -69,6 +70,8 @@ enum Cmd {
     Handoff(handoff::Args),
     /// Forwarders on 1..N workers: the scaling curve
     Multicore(multicore::Args),
+    /// A BGP update stream replayed into l3fwd's FIB while workers forward
+    RouteUpdates(route_updates::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
 }
@@ -89,6 +92,7 @@ fn main() {
         Cmd::Rss(a) => rss::run(a),
         Cmd::Handoff(a) => handoff::run(a),
         Cmd::Multicore(a) => multicore::run(a),
+        Cmd::RouteUpdates(a) => route_updates::run(a),
         Cmd::Scoreboard(a) => scoreboard::run(a),
     };
     if let Err(e) = result {

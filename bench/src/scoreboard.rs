@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 /// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 13] = [
+pub const AREAS: [&str; 14] = [
     "dispatch",
     "prefetch",
     "lpm4",
@@ -23,6 +23,7 @@ pub const AREAS: [&str; 13] = [
     "multicore",
     "handoff",
     "rss",
+    "route-updates",
 ];
 
 /// Options of `scoreboard`.

@@ -259,6 +259,39 @@ impl L3fwd {
         })
     }
 
+    /// A router over an IPv4 FIB built elsewhere (for one a control plane updates while
+    /// workers forward; its next hops select adjacencies as they are, so keep them below
+    /// `ports` or put a node of yours between `ip4-lookup` and `ip4-rewrite` that maps
+    /// them). `prefixes` are what [`routes4`](Self::routes4) reports (traffic generators aim
+    /// at them); the IPv6 FIB is empty.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::Lpm4;
+    /// use pktvec_lookup::routes::Route;
+    /// use pktvec_nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+    /// use std::sync::Arc;
+    /// let fib = Arc::new(Lpm4::new(Default::default()));
+    /// fib.add([10, 0, 0, 0].into(), 8, 2)?;
+    /// let app = L3fwd::with_fib4(L3fwdConfig::default(), fib.clone(), vec![])?;
+    /// fib.add([10, 1, 0, 0].into(), 16, 3)?; // seen by every graph built from `app`
+    /// assert_eq!(app.fib4().lookup(0x0a01_0001u32), Some(3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_fib4(
+        cfg: L3fwdConfig,
+        fib4: Arc<Lpm4>,
+        prefixes: Vec<Route4>,
+    ) -> Result<Self, AppError> {
+        let fib6 = Arc::new(Lpm6::new());
+        Ok(L3fwd {
+            cfg,
+            routes4: prefixes,
+            routes6: Vec::new(),
+            fib4,
+            fib6,
+        })
+    }
+
     /// The configuration.
     pub fn config(&self) -> &L3fwdConfig {
         &self.cfg

@@ -1,0 +1,485 @@
+//! `route-updates`: a BGP update stream replayed into l3fwd's IPv4 FIB while workers forward.
+//!
+//! The FIB is one `Arc<Lpm4>` all workers' `ip4-lookup` nodes read; this thread (the control
+//! plane) applies the stream's announcements (`Lpm4::add`) and withdrawals (`Lpm4::delete`)
+//! at a fixed pace while they forward. Every route carries its own next-hop id: the base
+//! table's routes 0..n, a default route, and each announcement of the stream the next id, so
+//! a node spliced between `ip4-lookup` and `ip4-rewrite` (`fib-check`) can check every
+//! packet's answer: the id must have been installed already, and for a prefix that covers
+//! the packet's destination (else it is dropped as "next hop never installed for its
+//! prefix"); then it maps the id to the adjacency. Half of the traffic goes to prefixes the
+//! stream changes, half to the base table's.
+//!
+//! Rounds alternate a quiet phase and a replay phase of the same length; the headline is the
+//! forwarding rate during updates over the rate without (target ≥ 95%), with no packet lost
+//! (every packet sent or counted) and no wrong answer. The control thread's update cost
+//! (the whole stream applied as fast as it goes, with no workers) is set next to `rte_lpm`'s
+//! add and delete costs from `lpm_perf_autotest` (`dpdk-test`), whose table and routes are
+//! its own.
+//!
+//! ```text
+//! cargo run --release -p pktvec-bench -- route-updates
+//! ```
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pktvec::graph::builtin::NullSink;
+use pktvec::graph::{clock, next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, Node};
+use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
+use pktvec::io::profile::TrafficProfile;
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
+use pktvec::lookup::routes::{self, Route4, SplitMix64};
+use pktvec::lookup::updates::{self, Update4, UpdateStream};
+use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig, IP4_LOOKUP, IP4_REWRITE};
+use pktvec::nodes::lookup::Ip4LookupNext;
+use pktvec::packet::{BufferPool, PoolConfig};
+use pktvec_workers::runtime::{Workers, WorkersConfig, WorkersReport};
+use serde_json::json;
+
+use crate::forwarders::graphs::{self, median, BUFFERS};
+use crate::sitting::{Common, Headline, Sitting};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Options of `route-updates`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Directory of the route tables and update streams
+    #[arg(long, default_value_os_t = crate::c_harness::default_routes_dir())]
+    routes_dir: PathBuf,
+    /// The base table (a file in --routes-dir)
+    #[arg(long, default_value = "tier1-fulltable-ipv4.txt.xz")]
+    table: String,
+    /// The update stream (`bgpdump -m` text, a file in --routes-dir)
+    #[arg(long, default_value = "ripe-ris-updates-20160811.1600.bgpdump.txt.xz")]
+    updates: String,
+    /// Updates applied per second while the workers forward
+    #[arg(long, default_value_t = 20_000.0)]
+    rate: f64,
+    /// Workers forwarding
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Rounds of (quiet, replay) [default: 3; --quick: 1]
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Updates replayed per phase [default: the whole stream; --quick: 3000]
+    #[arg(long)]
+    max_updates: Option<usize>,
+    /// Measure pktvec only, without dpdk-test's lpm_perf_autotest
+    #[arg(long)]
+    no_dpdk: bool,
+}
+
+/// Next-hop ids and what they were installed for.
+struct Ids {
+    /// `prefix[id]`: (network, length) the id's route is for.
+    prefix: Vec<(u32, u8)>,
+    /// Ids `< issued` have been handed to the FIB (set before the `add`).
+    issued: AtomicU32,
+}
+
+fn mask(len: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
+}
+
+impl Ids {
+    /// Whether `id` was installed, for a prefix covering `dst`.
+    #[inline]
+    fn valid(&self, id: u32, dst: u32, issued: u32) -> bool {
+        id < issued
+            && self
+                .prefix
+                .get(id as usize)
+                .is_some_and(|&(net, len)| dst & mask(len) == net)
+    }
+}
+
+next_nodes! {
+    /// The arc of `fib-check`.
+    pub enum FibCheckNext {
+        /// Answers that check out, their id mapped to the adjacency.
+        Rewrite = "ip4-rewrite",
+    }
+}
+
+node_errors! {
+    /// Why `fib-check` drops.
+    pub enum FibCheckError {
+        /// The answer is an id not installed yet, or installed for a prefix that does not
+        /// cover the destination.
+        Wrong = "next hop never installed for its prefix",
+        /// No IPv4 destination to check.
+        Truncated = "truncated ipv4 header",
+    }
+}
+
+/// Checks `ip4-lookup`'s answer for every packet (see the module docs).
+struct FibCheck {
+    ids: Arc<Ids>,
+    ports: u32,
+}
+
+impl Node for FibCheck {
+    type Next = FibCheckNext;
+    type Error = FibCheckError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        // read once per vector, after the lookups: every id answered was issued by now
+        let issued = self.ids.issued.load(Ordering::Acquire);
+        let (ids, ports) = (&*self.ids, self.ports);
+        cx.process_packets(frame, |p| {
+            let Some(dst) = p
+                .as_packet()
+                .bytes_at::<4>(16)
+                .map(|d| u32::from_be_bytes(*d))
+            else {
+                return pktvec::graph::Verdict::Drop(FibCheckError::Truncated);
+            };
+            let m = p.meta_mut();
+            if ids.valid(m.opaque, dst, issued) {
+                m.opaque %= ports;
+                pktvec::graph::Verdict::Next(FibCheckNext::Rewrite)
+            } else {
+                pktvec::graph::Verdict::Drop(FibCheckError::Wrong)
+            }
+        });
+    }
+}
+
+/// Runs the measurement.
+pub fn run(args: Args) -> Res<()> {
+    if args.workers == 0 || args.rate <= 0.0 {
+        return Err("--workers and --rate must be positive".into());
+    }
+    let sitting = Sitting::begin(
+        "route-updates",
+        "Route updates under load: a BGP stream replayed into l3fwd's FIB while workers forward",
+        "multicore.md",
+        &args.common,
+    )?;
+    let quick = sitting.quick();
+    let rounds = args.rounds.unwrap_or(if quick { 1 } else { 3 });
+    let table_path = args.routes_dir.join(&args.table);
+    let base = routes::load_ipv4_file(&table_path)
+        .map_err(|e| format!("{}: {e} (see --routes-dir)", table_path.display()))?;
+    let upd_path = args.routes_dir.join(&args.updates);
+    let stream = updates::load_ipv4_file(&upd_path)
+        .map_err(|e| format!("{}: {e} (see --routes-dir)", upd_path.display()))?;
+    let n_replay = args
+        .max_updates
+        .unwrap_or(if quick { 3000 } else { usize::MAX })
+        .min(stream.updates.len());
+    println!(
+        "base table {} ({} routes); stream {}: {} messages, {} IPv4 updates ({} announcements), \
+         {} IPv6 and {} other skipped; {n_replay} replayed per phase at {} updates/s",
+        args.table,
+        base.len(),
+        args.updates,
+        stream.messages,
+        stream.updates.len(),
+        stream.announcements(),
+        stream.skipped_ipv6,
+        stream.skipped_other,
+        args.rate
+    );
+
+    // ids: base routes, the default route, then one per announcement
+    let mut prefix: Vec<(u32, u8)> = base
+        .iter()
+        .map(|r| (u32::from(r.addr) & mask(r.len), r.len))
+        .collect();
+    prefix.push((0, 0));
+    let first_announcement = prefix.len() as u32;
+    prefix.extend(stream.updates.iter().filter_map(|u| match *u {
+        Update4::Announce { addr, len } => Some((u32::from(addr), len)),
+        Update4::Withdraw { .. } => None,
+    }));
+    let ids = Arc::new(Ids {
+        prefix,
+        issued: AtomicU32::new(first_announcement),
+    });
+    let mut fib_routes: Vec<Route4> = base
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Route4 {
+            addr: r.addr,
+            len: r.len,
+            next_hop: i as u32,
+        })
+        .collect();
+    fib_routes.push(Route4 {
+        addr: Ipv4Addr::UNSPECIFIED,
+        len: 0,
+        next_hop: first_announcement - 1,
+    });
+    let fib = Arc::new(Lpm4::from_routes(Lpm4Config::default(), &fib_routes)?);
+    // traffic: half to prefixes the stream changes, half to the base table's
+    let mut changed: Vec<(Ipv4Addr, u8)> = stream.updates.iter().map(Update4::prefix).collect();
+    changed.sort_unstable();
+    changed.dedup();
+    let mut rng = SplitMix64::new(0x6b9);
+    let mut targets: Vec<Route4> = changed
+        .iter()
+        .map(|&(addr, len)| Route4 {
+            addr,
+            len,
+            next_hop: 0,
+        })
+        .collect();
+    targets.extend((0..changed.len()).map(|_| base[rng.below(base.len() as u64) as usize]));
+    let cfg = L3fwdConfig::default();
+    let app = Arc::new(L3fwd::with_fib4(cfg, fib.clone(), targets)?);
+    println!(
+        "{} prefixes changed by the stream; traffic to them and as many base prefixes",
+        changed.len()
+    );
+
+    let phase = n_replay as f64 / args.rate;
+    let mut quiet = Vec::new();
+    let mut during = Vec::new();
+    let mut runs = Vec::new();
+    let mut wrong = 0u64;
+    let mut lost = 0u64;
+    let mut applied = 0u64;
+    for round in 0..rounds {
+        for replay in [false, true] {
+            let (report, n) = forward(
+                &args,
+                &app,
+                &ids,
+                phase,
+                replay.then_some((&stream, n_replay)),
+            )?;
+            let c = report.conservation();
+            let w = report
+                .errors()
+                .count("fib-check", "next hop never installed for its prefix");
+            let balanced = c.is_balanced() && c.buffers_in_use == 0;
+            lost += c.dropped + u64::from(!balanced);
+            wrong += w;
+            applied += n as u64;
+            let mpps = report.packets_per_second() / 1e6;
+            println!(
+                "round {round} {:<7} {mpps:>7.2} Mpps, {} packets, {} dropped, {w} wrong answers, \
+                 {n} updates applied, {}",
+                if replay { "replay" } else { "quiet" },
+                c.input,
+                c.dropped,
+                if balanced { "balanced" } else { "NOT BALANCED" }
+            );
+            if c.dropped > 0 {
+                println!("{}", report.errors());
+            }
+            if replay {
+                during.push(mpps);
+            } else {
+                quiet.push(mpps);
+            }
+            runs.push(json!({
+                "round": round, "replay": replay, "mpps": mpps, "packets": c.input,
+                "dropped": c.dropped, "wrong": w, "updates": n, "balanced": balanced,
+            }));
+        }
+    }
+    let (q, d) = (median(&quiet), median(&during));
+    println!(
+        "rate during updates {d:.2} Mpps against {q:.2} without: {:.1}%; {lost} lost, {wrong} wrong",
+        100.0 * d / q
+    );
+
+    // the control plane alone: the whole stream as fast as it goes
+    let (add_cycles, del_cycles, per_sec) = control_cost(&fib, &stream, first_announcement);
+    println!(
+        "updates alone: announce {add_cycles:.0} cycles, withdraw {del_cycles:.0} cycles, \
+         {per_sec:.0} updates/s"
+    );
+    let mut headline = vec![Headline::rate(
+        &format!("{} workers forwarding during updates", args.workers),
+        "Mpps",
+        d,
+        "the same workers without updates",
+        q,
+    )
+    .target(0.95)];
+    let dpdk = if args.no_dpdk {
+        None
+    } else {
+        Some(lpm_perf()?)
+    };
+    if let Some((add, del)) = dpdk {
+        println!("rte_lpm (lpm_perf_autotest): add {add:.0} cycles, delete {del:.0} cycles");
+        headline.push(Headline::cost(
+            "announce (add or replace a route)",
+            "cycles",
+            add_cycles,
+            "rte_lpm add (lpm_perf_autotest)",
+            add,
+        ));
+        headline.push(Headline::cost(
+            "withdraw (delete a route)",
+            "cycles",
+            del_cycles,
+            "rte_lpm delete (lpm_perf_autotest)",
+            del,
+        ));
+    }
+    sitting.finish(
+        headline,
+        json!({
+            "table": args.table, "base_routes": base.len(), "updates_file": args.updates,
+            "messages": stream.messages, "ipv4_updates": stream.updates.len(),
+            "skipped_ipv6": stream.skipped_ipv6, "skipped_other": stream.skipped_other,
+            "replayed_per_phase": n_replay, "rate": args.rate, "phase_secs": phase,
+            "workers": args.workers, "rounds": rounds,
+            "quiet_mpps": quiet, "during_mpps": during, "ratio": d / q,
+            "lost": lost, "wrong": wrong, "updates_applied": applied,
+            "announce_cycles": add_cycles, "withdraw_cycles": del_cycles,
+            "updates_per_sec_alone": per_sec,
+            "rte_lpm_add_cycles": dpdk.map(|x| x.0), "rte_lpm_delete_cycles": dpdk.map(|x| x.1),
+            "runs": runs,
+        }),
+    )?;
+    if lost > 0 || wrong > 0 {
+        return Err(format!("{lost} packets lost, {wrong} wrong answers").into());
+    }
+    Ok(())
+}
+
+/// One phase: the workers forward for `secs`, or while `replay` is applied at `--rate`.
+/// Returns the report and the updates applied.
+fn forward(
+    args: &Args,
+    app: &Arc<L3fwd>,
+    ids: &Arc<Ids>,
+    secs: f64,
+    replay: Option<(&UpdateStream, usize)>,
+) -> Res<(WorkersReport, usize)> {
+    let (app2, ids2) = (app.clone(), ids.clone());
+    let running = Workers::spawn(WorkersConfig::new(args.workers), move |w| {
+        build(&app2, &ids2, w.id).map_err(|e| e.to_string().into())
+    })?;
+    running.wait_started();
+    let mut n = 0;
+    match replay {
+        None => std::thread::sleep(Duration::from_secs_f64(secs)),
+        Some((stream, count)) => {
+            let fib = app.fib4();
+            let start = Instant::now();
+            let mut next_id = first_id(ids, stream);
+            for (i, u) in stream.updates.iter().take(count).enumerate() {
+                apply(fib, ids, u, &mut next_id);
+                n += 1;
+                if i % 32 == 31 {
+                    let due = Duration::from_secs_f64((i + 1) as f64 / args.rate);
+                    if let Some(wait) = due.checked_sub(start.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                }
+            }
+        }
+    }
+    running.stop();
+    Ok((running.join()?, n))
+}
+
+/// The id of the stream's first announcement.
+fn first_id(ids: &Ids, stream: &UpdateStream) -> u32 {
+    (ids.prefix.len() - stream.announcements()) as u32
+}
+
+/// Applies one update; announcements take the next id (issued before the route is
+/// added, so a lookup that answers it finds it issued).
+#[inline]
+fn apply(fib: &Lpm4, ids: &Ids, u: &Update4, next_id: &mut u32) {
+    match *u {
+        Update4::Announce { addr, len } => {
+            ids.issued.fetch_max(*next_id + 1, Ordering::Release);
+            // a full group table would be an error of the setup, not of a packet
+            let _ = fib.add(addr, len, *next_id);
+            *next_id += 1;
+        }
+        Update4::Withdraw { addr, len } => {
+            let _ = fib.delete(addr, len);
+        }
+    }
+}
+
+/// The stream applied once more with no workers: TSC cycles per announcement and per
+/// withdrawal, and updates per second.
+fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64) {
+    let (mut add, mut del, mut n_add, mut n_del) = (0u64, 0u64, 0u64, 0u64);
+    let ids_dummy = Ids {
+        prefix: Vec::new(),
+        issued: AtomicU32::new(0),
+    };
+    let mut next_id = first;
+    let start = Instant::now();
+    for u in &stream.updates {
+        let t = clock::now();
+        apply(fib, &ids_dummy, u, &mut next_id);
+        let c = clock::now().wrapping_sub(t);
+        match u {
+            Update4::Announce { .. } => (add, n_add) = (add + c, n_add + 1),
+            Update4::Withdraw { .. } => (del, n_del) = (del + c, n_del + 1),
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    (
+        add as f64 / n_add.max(1) as f64,
+        del as f64 / n_del.max(1) as f64,
+        stream.updates.len() as f64 / secs,
+    )
+}
+
+/// `lpm_perf_autotest`'s average add and delete cycles.
+fn lpm_perf() -> Res<(f64, f64)> {
+    let out = crate::dpdk_test::run("lpm_perf_autotest", 512, "0")?;
+    let grab = |key: &str| -> Option<f64> {
+        out.lines()
+            .find(|l| l.contains(key))?
+            .split(':')
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    match (grab("Average LPM Add"), grab("Average LPM Delete")) {
+        (Some(a), Some(d)) => Ok((a, d)),
+        _ => Err(format!("lpm_perf_autotest: no add/delete figures in its output:\n{out}").into()),
+    }
+}
+
+/// One worker's graph: generated traffic → l3fwd with `fib-check` between lookup and
+/// rewrite → null sink.
+fn build(app: &L3fwd, ids: &Arc<Ids>, worker: usize) -> Res<Graph> {
+    let mut profile = TrafficProfile::from_toml(graphs::L3_IPV4)?;
+    profile.seed = 0x5eed + worker as u64;
+    let gen = Generator::builder(profile)
+        .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
+        .build()?;
+    let mut b = GraphBuilder::new(graphs::config());
+    b.add("input", GeneratorSource::new(gen).pregenerate(4096))
+        .set_next("input", GeneratorNext::Out, app.entry());
+    let nodes = app.add_to(&mut b);
+    b.add(nodes.output_to_tx.to.as_str(), NullSink);
+    b.add(
+        "fib-check",
+        FibCheck {
+            ids: ids.clone(),
+            ports: u32::from(app.ports()),
+        },
+    )
+    .set_next(IP4_LOOKUP, Ip4LookupNext::Rewrite, "fib-check")
+    .set_next("fib-check", FibCheckNext::Rewrite, IP4_REWRITE);
+    Ok(b.build(BufferPool::new(PoolConfig {
+        buffers: BUFFERS,
+        ..PoolConfig::default()
+    })?)?)
+}
