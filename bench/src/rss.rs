@@ -4,16 +4,19 @@
 //! `thash_perf_autotest` measures it:
 //! `echo thash_perf_autotest | dpdk-test --no-huge -m 512 --no-pci -l 0`.
 //!
-//! Paths: the per-byte table path (the one pktvec uses), the bit-by-bit scalar reference,
-//! and (with the `dpdk` feature) `rte_softrss` itself called in-process through
-//! pktvec-dpdk-sys's shim, over the same tuples and with the same loop. The autotest takes
-//! about 25 s on this VM, so `--quick` skips it and compares against the in-process
-//! `rte_softrss` instead (a different anchor name in the headline).
+//! Paths: the per-byte table path (`Path::Table`, what pktvec takes on CPUs without GFNI),
+//! the GFNI path (`Path::Gfni`, GF2P8AFFINEQB on AVX-512 registers, where the CPU has it),
+//! each one tuple per call (`hash_fixed`) and in bulk (`hash_tuples` over the whole vector),
+//! the bit-by-bit scalar reference, and (with the `dpdk` feature) `rte_softrss` itself
+//! called in-process through pktvec-dpdk-sys's shim, over the same tuples and with the same
+//! loop. The GFNI rows are left out (`-`) on a CPU without GFNI. The autotest takes about
+//! 25 s on this VM, so `--quick` skips it and compares against the in-process `rte_softrss`
+//! instead (a different anchor name in the headline).
 
 use std::hint::black_box;
 
 use pktvec::graph::clock;
-use pktvec_workers::rss::{toeplitz_scalar, Toeplitz, DEFAULT_KEY};
+use pktvec_workers::rss::{toeplitz_scalar, Path, Toeplitz, Tuple, DEFAULT_KEY};
 use serde_json::json;
 
 use crate::sitting::{Common, Headline, Sitting};
@@ -23,8 +26,9 @@ use crate::sitting::{Common, Headline, Sitting};
 pub struct Args {
     #[command(flatten)]
     common: Common,
-    /// Passes over the 256-tuple vector per timed repetition (table path; the slower paths
-    /// make a tenth as many); default 20,000, 2,000 with --quick
+    /// Passes over the 256-tuple vector per timed repetition (table and GFNI paths; the
+    /// scalar reference and rte_softrss make a tenth as many); default 20,000, 2,000 with
+    /// --quick
     #[arg(long)]
     passes: Option<u64>,
     /// Do not run dpdk-test's thash_perf_autotest (the headline then compares against the
@@ -85,21 +89,78 @@ fn cycles_per_tuple<T>(v: &[T], passes: u64, hash: impl Fn(&T) -> u32) -> f64 {
     median(runs)
 }
 
-/// One tuple length's figures, cycles per tuple.
+/// Median TSC cycles per tuple of `hash_tuples` over all of `v`, `passes` times.
+fn cycles_per_tuple_bulk(t: &Toeplitz, v: &[Tuple], passes: u64) -> f64 {
+    let mut out = vec![0u32; v.len()];
+    let mut runs = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        let t0 = clock::now();
+        for _ in 0..passes {
+            t.hash_tuples(black_box(v), &mut out);
+            black_box(&mut out);
+        }
+        let t1 = clock::now();
+        runs.push((t1 - t0) as f64 / (passes as f64 * v.len() as f64));
+    }
+    median(runs)
+}
+
+/// The tuples of `v` as `Tuple`s (the same bytes): IPv4 5-tuples for 12 bytes, IPv6
+/// 5-tuples for 36.
+fn as_tuples<const N: usize>(v: &[[u8; N]]) -> Vec<Tuple> {
+    const { assert!(N == 12 || N == 36) };
+    v.iter()
+        .map(|x| {
+            let port = |i: usize| u16::from_be_bytes([x[i], x[i + 1]]);
+            let tuple = match N {
+                12 => Tuple::v4(
+                    [x[0], x[1], x[2], x[3]].into(),
+                    [x[4], x[5], x[6], x[7]].into(),
+                    Some((port(8), port(10))),
+                ),
+                _ => {
+                    let addr = |i: usize| -> [u8; 16] { std::array::from_fn(|j| x[i + j]) };
+                    Tuple::v6(addr(0).into(), addr(16).into(), Some((port(32), port(34))))
+                }
+            };
+            debug_assert_eq!(tuple.as_bytes(), &x[..]);
+            tuple
+        })
+        .collect()
+}
+
+/// One tuple length's figures, cycles per tuple (`None`: a path this CPU lacks, or
+/// rte_softrss not measured).
 #[derive(Debug, Default, Clone, serde::Serialize)]
 struct Row {
     bytes: usize,
     table: f64,
+    table_bulk: f64,
+    gfni: Option<f64>,
+    gfni_bulk: Option<f64>,
     scalar: f64,
     rte_softrss_inproc: Option<f64>,
     rte_softrss_dpdk_test: Option<f64>,
 }
 
-/// Measures the paths for `N`-byte tuples.
+/// Measures the paths for `N`-byte tuples (12 or 36).
 fn measure<const N: usize>(passes: u64) -> Row {
     let v = tuples::<N>(0x9e37_79b9_7f4a_7c15 ^ N as u64);
-    let t = Toeplitz::default();
+    let vt = as_tuples(&v);
+    let default = Toeplitz::default();
+    let t = default
+        .clone()
+        .with_path(Path::Table)
+        .unwrap_or(default.clone());
     let table = cycles_per_tuple(&v, passes, |x| t.hash_fixed(x));
+    let table_bulk = cycles_per_tuple_bulk(&t, &vt, passes);
+    let (gfni, gfni_bulk) = match default.with_path(Path::Gfni) {
+        Ok(g) => (
+            Some(cycles_per_tuple(&v, passes, |x| g.hash_fixed(x))),
+            Some(cycles_per_tuple_bulk(&g, &vt, passes)),
+        ),
+        Err(_) => (None, None),
+    };
     let slow = (passes / 10).max(1);
     let scalar = cycles_per_tuple(&v, slow, |x| toeplitz_scalar(&DEFAULT_KEY, x));
     #[cfg(feature = "dpdk")]
@@ -113,10 +174,41 @@ fn measure<const N: usize>(passes: u64) -> Row {
     Row {
         bytes: N,
         table,
+        table_bulk,
+        gfni,
+        gfni_bulk,
         scalar,
         rte_softrss_inproc,
         rte_softrss_dpdk_test: None,
     }
+}
+
+/// The headline rows: per tuple length the table path (one tuple per call), then where
+/// measured the GFNI path one tuple per call and in bulk, all against the same anchor.
+fn headline(rows: &[Row]) -> Vec<Headline> {
+    let mut out = Vec::new();
+    for r in rows {
+        let case = match r.bytes {
+            12 => "IPv4 5-tuple (12 B)",
+            _ => "IPv6 5-tuple (36 B)",
+        };
+        let (name, anchor) = match (r.rte_softrss_dpdk_test, r.rte_softrss_inproc) {
+            (Some(c), _) => (ANCHOR, c),
+            (None, Some(c)) => (ANCHOR_INPROC, c),
+            (None, None) => continue,
+        };
+        let paths = [
+            (String::from(case), Some(r.table)),
+            (format!("{case}, GFNI"), r.gfni),
+            (format!("{case}, GFNI bulk"), r.gfni_bulk),
+        ];
+        for (case, cycles) in paths {
+            if let Some(c) = cycles {
+                out.push(Headline::cost(&case, "cycles/tuple", c, name, anchor).target(10.0));
+            }
+        }
+    }
+    out
 }
 
 /// Runs dpdk-test's `thash_perf_autotest` once: (key length in bytes, cycles per
@@ -173,6 +265,14 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             "no dpdk-test (--quick or --no-dpdk)"
         }
     );
+    println!(
+        "paths: table{}",
+        if Path::Gfni.available() {
+            ", gfni (GFNI + AVX-512)"
+        } else {
+            "; gfni not available on this CPU or build (its rows are -)"
+        }
+    );
     let mut rows = vec![measure::<12>(passes), measure::<36>(passes)];
     if use_dpdk_test {
         for (len, cycles) in run_dpdk_test()? {
@@ -182,35 +282,31 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "\n{:>6} {:>12} {:>12} {:>18} {:>18}",
-        "bytes", "table", "scalar", "rte_softrss (in)", "rte_softrss (test)"
+        "\n{:>6} {:>10} {:>11} {:>10} {:>10} {:>10} {:>18} {:>18}",
+        "bytes",
+        "table",
+        "table bulk",
+        "gfni",
+        "gfni bulk",
+        "scalar",
+        "rte_softrss (in)",
+        "rte_softrss (test)"
     );
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |c| format!("{c:.1}"));
     for r in &rows {
         println!(
-            "{:>6} {:>12.1} {:>12.1} {:>18} {:>18}",
+            "{:>6} {:>10.1} {:>11.1} {:>10} {:>10} {:>10.1} {:>18} {:>18}",
             r.bytes,
             r.table,
+            r.table_bulk,
+            opt(r.gfni),
+            opt(r.gfni_bulk),
             r.scalar,
             opt(r.rte_softrss_inproc),
             opt(r.rte_softrss_dpdk_test)
         );
     }
-    let headline: Vec<Headline> = rows
-        .iter()
-        .filter_map(|r| {
-            let case = match r.bytes {
-                12 => "IPv4 5-tuple (12 B)",
-                _ => "IPv6 5-tuple (36 B)",
-            };
-            let (name, anchor) = match (r.rte_softrss_dpdk_test, r.rte_softrss_inproc) {
-                (Some(c), _) => (ANCHOR, c),
-                (None, Some(c)) => (ANCHOR_INPROC, c),
-                (None, None) => return None,
-            };
-            Some(Headline::cost(case, "cycles/tuple", r.table, name, anchor).target(10.0))
-        })
-        .collect();
+    let headline = headline(&rows);
     let detail = json!({
         "vector": VECTOR,
         "passes": passes,
@@ -236,5 +332,55 @@ mod tests {
             Average rte_softrss() takes \t\t127.0 cycles for key len 12\n\
             Test OK\n";
         assert_eq!(parse_dpdk(text), vec![(8, 75.2), (12, 127.0)]);
+    }
+
+    #[test]
+    fn bulk_tuples_carry_the_same_bytes() {
+        let v12 = tuples::<12>(1);
+        let v36 = tuples::<36>(2);
+        for (t, x) in as_tuples(&v12).iter().zip(&v12) {
+            assert_eq!(t.as_bytes(), &x[..]);
+        }
+        for (t, x) in as_tuples(&v36).iter().zip(&v36) {
+            assert_eq!(t.as_bytes(), &x[..]);
+        }
+        // and every path hashes them alike, one at a time and in bulk
+        let t = Toeplitz::default();
+        let vt = as_tuples(&v12);
+        let mut out = vec![0u32; vt.len()];
+        t.hash_tuples(&vt, &mut out);
+        for (x, h) in v12.iter().zip(&out) {
+            assert_eq!(*h, toeplitz_scalar(&DEFAULT_KEY, x));
+            assert_eq!(t.hash_fixed(x), *h);
+        }
+    }
+
+    #[test]
+    fn headline_has_a_row_per_measured_path() {
+        let row = |bytes, gfni| Row {
+            bytes,
+            table: 10.0,
+            table_bulk: 9.0,
+            gfni,
+            gfni_bulk: gfni.map(|g| g / 2.0),
+            scalar: 100.0,
+            rte_softrss_inproc: Some(200.0),
+            rte_softrss_dpdk_test: None,
+        };
+        let h = headline(&[row(12, Some(4.0)), row(36, None)]);
+        let cases: Vec<&str> = h.iter().map(|h| h.case.as_str()).collect();
+        assert_eq!(
+            cases,
+            [
+                "IPv4 5-tuple (12 B)",
+                "IPv4 5-tuple (12 B), GFNI",
+                "IPv4 5-tuple (12 B), GFNI bulk",
+                "IPv6 5-tuple (36 B)"
+            ]
+        );
+        assert!(h
+            .iter()
+            .all(|h| h.anchor_name == ANCHOR_INPROC && h.anchor == 200.0));
+        assert_eq!(h[2].pktvec, 2.0);
     }
 }
