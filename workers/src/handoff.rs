@@ -67,17 +67,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pktvec_graph::{
-    next_nodes, node_errors, Context, Frame, GraphBuilder, NoError, NoNext, Node, NodeKind, Verdict,
+    next_nodes, node_errors, Context, Frame, GraphBuilder, Next, NoError, NoNext, Node, NodeKind,
 };
 use pktvec_packet::arena::SharedArena;
 use pktvec_packet::{BufferPool, MetaFlags};
 use serde::Serialize;
 
 use crate::ring::{Consumer, Mesh, MeshWatch, PairStats, Producer, WorkerRings};
-use crate::rss::{tuple_from_frame, Reta, Toeplitz};
+use crate::rss::{tuple_from_frame, Reta, Toeplitz, Tuple};
 
 /// Name of the node that picks each packet's owner.
 pub const WORKER_HANDOFF: &str = "worker-handoff";
@@ -274,12 +275,7 @@ impl Handoff {
             .ok_or(HandoffError::NoSuchWorker(worker, n))?;
         let WorkerRings { to, from, .. } = slot.take().ok_or(HandoffError::Taken(worker))?;
         Ok(HandoffNodes {
-            handoff: WorkerHandoff {
-                worker,
-                dist: self.dist.clone(),
-                local: 0,
-                remote: 0,
-            },
+            handoff: WorkerHandoff::new(worker, self.dist.clone()),
             tx: HandoffTx {
                 worker,
                 arena: self.arena.clone(),
@@ -375,15 +371,36 @@ next_nodes! {
     }
 }
 
+/// Packets `worker-handoff` parses and hashes per step (the GFNI path hashes 16 tuples an
+/// instruction sequence; the tuples of a step stay in L1).
+const HASH_CHUNK: usize = 256;
+
 /// The node that picks each packet's owner worker (`worker-handoff`).
 pub struct WorkerHandoff {
     worker: usize,
     dist: Arc<Distribution>,
     local: u64,
     remote: u64,
+    /// Per step: each packet's tuple (zeros when it has none), whether it has one, its hash.
+    tuples: Box<[Tuple]>,
+    has: Box<[bool]>,
+    hashes: Box<[u32]>,
 }
 
 impl WorkerHandoff {
+    fn new(worker: usize, dist: Arc<Distribution>) -> Self {
+        let none = Tuple::v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, None);
+        WorkerHandoff {
+            worker,
+            dist,
+            local: 0,
+            remote: 0,
+            tuples: vec![none; HASH_CHUNK].into_boxed_slice(),
+            has: vec![false; HASH_CHUNK].into_boxed_slice(),
+            hashes: vec![0; HASH_CHUNK].into_boxed_slice(),
+        }
+    }
+
     /// Packets kept on this worker, packets sent to another.
     pub fn counters(&self) -> (u64, u64) {
         (self.local, self.remote)
@@ -396,24 +413,47 @@ impl Node for WorkerHandoff {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let (me, dist) = (self.worker, &*self.dist);
-        let mut remote = 0u64;
-        let n = frame.len() as u64;
-        cx.process_packets(frame, |p| match dist.owner(p.data()) {
-            Some((hash, owner)) => {
-                let m = p.meta_mut();
-                m.flow_hash = hash;
-                m.flags.insert(MetaFlags::FLOW_HASH_VALID);
-                if owner == me {
-                    Verdict::Next(HandoffNext::Local)
-                } else {
-                    remote += 1;
-                    Verdict::Next(HandoffNext::Remote)
+        let (local, remote) = (HandoffNext::Local.index(), HandoffNext::Remote.index());
+        let d = cx.prefetch_distance();
+        let (bufs, nexts) = frame.split_mut();
+        let n = bufs.len();
+        let mut pk = cx.pool_mut().packets_mut();
+        let mut sent = 0u64;
+        let none = Tuple::v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, None);
+        for start in (0..n).step_by(HASH_CHUNK) {
+            let end = (start + HASH_CHUNK).min(n);
+            let k = end - start;
+            // every packet's tuple (headers prefetched `d` packets ahead) ...
+            for i in start..end {
+                if let Some(&ahead) = bufs.get(i + d) {
+                    pk.prefetch(ahead);
                 }
+                let t = tuple_from_frame(pk.packet(bufs[i]).data());
+                self.has[i - start] = t.is_some();
+                self.tuples[i - start] = t.unwrap_or(none);
             }
-            None => Verdict::Next(HandoffNext::Local),
-        });
-        self.remote += remote;
-        self.local += n - remote;
+            // ... all hashed at once ...
+            dist.toeplitz
+                .hash_tuples(&self.tuples[..k], &mut self.hashes[..k]);
+            // ... then each packet's owner
+            for i in start..end {
+                let j = i - start;
+                if !self.has[j] {
+                    nexts[i] = local;
+                    continue;
+                }
+                let h = self.hashes[j];
+                let m = pk.meta_mut(bufs[i]);
+                m.flow_hash = h;
+                m.flags.insert(MetaFlags::FLOW_HASH_VALID);
+                let mine = dist.reta.owner(h) == me;
+                sent += u64::from(!mine);
+                nexts[i] = if mine { local } else { remote };
+            }
+        }
+        self.remote += sent;
+        self.local += n as u64 - sent;
+        cx.enqueue_frame(frame);
     }
 }
 

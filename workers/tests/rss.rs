@@ -481,3 +481,32 @@ proptest! {
         if cut < 14 + 20 { prop_assert!(t.is_none()); }
     }
 }
+
+proptest! {
+    /// `tuple_from_frame`'s byte-test fast path (untagged IPv4 TCP/UDP) answers what the
+    /// full parse answers, on frames with any header bytes changed and any length.
+    #[test]
+    fn frame_fast_path_equals_the_full_parse(
+        flips in prop::collection::vec((0usize..60, any::<u8>()), 0..6),
+        cut in 0usize..80,
+        tcp in any::<bool>(),
+    ) {
+        let b = PacketBuilder::ethernet(MacAddr([2; 6]), MacAddr([4; 6]))
+            .ipv4(Ipv4Addr::new(10, 1, 2, 3), Ipv4Addr::new(192, 0, 2, 9));
+        let mut f = if tcp { b.tcp(1234, 80, TcpFlags::ACK).build() } else { b.udp(53, 4000).build() };
+        for (at, v) in flips {
+            if let Some(x) = f.get_mut(at) {
+                *x = v;
+            }
+        }
+        f.truncate(cut.max(1));
+        let full = if f.len() >= 14 && f[12..14] == [0x08, 0x00] {
+            tuple_from_ipv4(&f[14..])
+        } else {
+            None
+        };
+        if f.len() >= 14 && f[12..14] == [0x08, 0x00] {
+            prop_assert_eq!(tuple_from_frame(&f), full);
+        }
+    }
+}

@@ -92,15 +92,32 @@ pub fn l3fwd(app: &L3fwd, profile: &str, pregen: usize) -> Res<Graph> {
 
 /// [`l3fwd`] with the traffic's seed given (one per worker), else the profile's.
 pub fn l3fwd_seeded(app: &L3fwd, profile: &str, pregen: usize, seed: Option<u64>) -> Res<Graph> {
+    l3fwd_with(app, profile, pregen, seed, pool()?, |_, entry| {
+        Ok(entry.to_string())
+    })
+}
+
+/// [`l3fwd_seeded`] over `pool`, with nodes of the caller's between the input and the
+/// router: `front(builder, router's entry)` adds them and returns the node the input
+/// sends to.
+pub fn l3fwd_with<S: AsRef<str>>(
+    app: &L3fwd,
+    profile: &str,
+    pregen: usize,
+    seed: Option<u64>,
+    pool: BufferPool,
+    front: impl FnOnce(&mut GraphBuilder, &str) -> Res<S>,
+) -> Res<Graph> {
     let gen = Generator::builder(profile_seeded(profile, seed)?)
         .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
         .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
         .build()?;
     let mut b = GraphBuilder::new(config());
-    add_generator(&mut b, gen, pregen, app.entry());
+    let entry = front(&mut b, app.entry())?;
+    add_generator(&mut b, gen, pregen, entry.as_ref());
     let nodes = app.add_to(&mut b);
     b.add(&nodes.output_to_tx.to, NullSink);
-    Ok(b.build(pool()?)?)
+    Ok(b.build(pool)?)
 }
 
 /// The profile of `toml`, its seed replaced by `seed` if given.
