@@ -29,7 +29,8 @@
 //! ```
 //!
 //! With the `dpdk` feature, `pktvec::app::dpdk::DpdkPorts` opens DPDK ports and gives the
-//! buffer pool, the [`Input`] and the [`Output`] over them.
+//! buffer pool, the [`Input`] and the [`Output`] over them, for one graph or for each of
+//! several workers (its own rx and tx queue of every port, RSS configured, its own pool).
 
 #[cfg(feature = "dpdk")]
 pub mod dpdk;

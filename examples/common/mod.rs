@@ -56,19 +56,29 @@ pub struct CommonArgs {
     /// "--no-huge -m 1024 --no-pci --vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap".
     /// Every port is polled on its rx queues (`--rx-queues`); a packet leaves on the port
     /// whose index is its tx interface (all on the one port if there is one), by tx queue 0.
-    /// Needs `--features dpdk`.
+    /// With `--workers N`, every port gets N rx and N tx queues and worker w polls rx queue
+    /// w and sends on tx queue w of each. Needs `--features dpdk`.
     #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["pcap_in", "pcap_out"])]
     pub dpdk: Option<String>,
     /// With `--dpdk`: receive queues per port, each polled by its own rx node of the one
     /// graph (`input`, `input-1`, ...).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub rx_queues: u16,
+    /// With `--dpdk` and several rx queues: the RSS (Toeplitz) key, 40 bytes in hex
+    /// (`6d5a56da...` or `6d:5a:...`); DPDK's default key if absent.
+    #[arg(long, requires = "dpdk")]
+    pub rss_key: Option<String>,
+    /// With `--dpdk` and several rx queues: the symmetric RSS key (`6d5a` repeated), which
+    /// sends both directions of a flow to one queue, so one worker.
+    #[arg(long, requires = "dpdk", conflicts_with = "rss_key")]
+    pub rss_symmetric: bool,
     /// When the nodes fed by the rx nodes run: `after-all` (every input polled first,
     /// VPP's order), `after-each`, or `when-full` (right after an input that filled a vector).
     #[arg(long, default_value = "after-all")]
     pub input_drain: InputDrain,
-    /// Workers: one graph per worker (its own input, seeded per worker, pool and tables),
-    /// each pinned to its own core; `-n` packets each. 1 runs on this thread.
+    /// Workers: one graph per worker (its own input, seeded per worker, or its own queue of
+    /// every `--dpdk` port; its own pool and tables), each pinned to its own core; `-n`
+    /// packets each. 1 runs on this thread.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub workers: u16,
 }
@@ -78,7 +88,19 @@ pub struct CommonArgs {
 pub type Ports = app::dpdk::DpdkPorts;
 /// Without the `dpdk` feature there are none.
 #[cfg(not(feature = "dpdk"))]
+#[derive(Clone)]
 pub enum Ports {}
+
+/// The ports as worker `w` sees them: its own rx and tx queue of each, its own pool.
+fn worker_ports(ports: &Option<Ports>, w: usize) -> Result<Option<Ports>, Error> {
+    #[cfg(feature = "dpdk")]
+    return ports.as_ref().map(|p| p.worker(w)).transpose();
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = w;
+        Ok(ports.clone())
+    }
+}
 
 impl CommonArgs {
     /// Graph settings from the options.
@@ -101,13 +123,38 @@ impl CommonArgs {
         Ok(TrafficProfile::from_toml(&text)?)
     }
 
-    /// The ports of `--dpdk` (None without it).
+    /// The ports of `--dpdk` (None without it): `--rx-queues` rx queues and one tx queue
+    /// each, or with `--workers N`, N of each; RSS as `--rss-key`/`--rss-symmetric` say.
     pub fn ports(&self) -> Result<Option<Ports>, Error> {
         let Some(eal) = &self.dpdk else {
             return Ok(None);
         };
         #[cfg(feature = "dpdk")]
-        return Ok(Some(Ports::open(eal, self.buffers, self.rx_queues)?));
+        {
+            use pktvec::io::dpdk::{PortConfig, RssConfig};
+            let mut rss = match self.rss_symmetric {
+                true => RssConfig::symmetric(),
+                false => RssConfig::default(),
+            };
+            if let Some(key) = &self.rss_key {
+                rss = rss.with_hex_key(key)?;
+            }
+            let (workers, buffers) = (self.workers, self.buffers);
+            if workers > 1 && self.rx_queues > 1 {
+                let e = "--rx-queues is for one worker: with --workers N every port gets N rx \
+                         and N tx queues, one of each per worker";
+                return Err(e.into());
+            }
+            if workers > 1 {
+                return Ok(Some(Ports::for_workers(eal, buffers, workers, rss)?));
+            }
+            let cfg = PortConfig {
+                rx_queues: self.rx_queues,
+                rss,
+                ..PortConfig::default()
+            };
+            return Ok(Some(Ports::open_with(eal, buffers, &cfg)?));
+        }
         #[cfg(not(feature = "dpdk"))]
         {
             let _ = eal;
@@ -249,13 +296,14 @@ impl CommonArgs {
 
 impl CommonArgs {
     /// Runs a forwarder whose graph `graph(ports, worker)` builds: on `--workers` workers
-    /// (without ports), or on this thread over the ports of `--dpdk` (if any).
+    /// (each on its own queues of the ports of `--dpdk`, if any), or on this thread over the
+    /// ports of `--dpdk` (if any).
     pub fn run_app<F>(&self, name: &str, graph: F) -> Result<(), Error>
     where
         F: Fn(&Option<Ports>, usize) -> Result<Graph, Error> + Send + Sync + 'static,
     {
         if self.workers > 1 {
-            return self.run_workers(name, move |w| graph(&None, w));
+            return self.run_workers(name, graph);
         }
         let ports = self.ports()?;
         let mut graph = graph(&ports, 0)?;
@@ -263,22 +311,27 @@ impl CommonArgs {
         Ok(())
     }
 
-    /// Runs the graphs `graph(worker)` builds on `--workers` workers and prints each
-    /// worker's runtime table, the totals, the imbalance and conservation summed over the
-    /// workers; fails if a worker fails or packets were lost.
+    /// Runs the graphs `graph(ports, worker)` builds on `--workers` workers (with `--dpdk`,
+    /// `ports` as the worker sees them: rx queue w and tx queue w of every port, a pool of
+    /// its own) and prints each worker's runtime table, the totals, the imbalance,
+    /// conservation summed over the workers and the ports' counters; fails if a worker
+    /// fails or lost packets.
     pub fn run_workers<F>(&self, name: &str, graph: F) -> Result<(), Error>
     where
-        F: Fn(usize) -> Result<Graph, Error> + Send + Sync + 'static,
+        F: Fn(&Option<Ports>, usize) -> Result<Graph, Error> + Send + Sync + 'static,
     {
-        if self.dpdk.is_some() || self.pcap_out.is_some() || self.trace > 0 || self.json {
+        if self.pcap_out.is_some() || self.trace > 0 || self.json {
             return Err(
-                "--workers above 1 runs generated traffic or --pcap-in into a null sink; \
-                 --dpdk, --pcap-out, --trace and --json take one worker"
+                "--workers above 1 runs generated traffic, --pcap-in or --dpdk ports; \
+                 --pcap-out, --trace and --json take one worker"
                     .into(),
             );
         }
+        let ports = self.ports()?;
+        let shared = ports.clone();
         let report = Workers::run(WorkersConfig::new(self.workers.into()), move |w| {
-            graph(w.id).map_err(|e| e.to_string().into())
+            let mine = worker_ports(&shared, w.id).map_err(|e| e.to_string())?;
+            graph(&mine, w.id).map_err(|e| e.to_string().into())
         })?;
         println!("{report}");
         let packets = report.input_packets() as f64;
@@ -292,9 +345,16 @@ impl CommonArgs {
                 .sum::<f64>()
                 / 1e6
         );
-        let c = report.conservation();
-        if !c.is_balanced() || c.buffers_in_use != 0 {
-            return Err(format!("packets were lost: {c}").into());
+        #[cfg(feature = "dpdk")]
+        for p in ports.iter().flat_map(|p| p.port_reports()) {
+            println!("{p}");
+        }
+        let _ = ports;
+        for w in &report.workers {
+            let c = &w.conservation;
+            if !c.is_balanced() || c.buffers_in_use != 0 {
+                return Err(format!("worker {}: packets were lost: {c}", w.worker).into());
+            }
         }
         Ok(())
     }
