@@ -69,6 +69,8 @@
 
 use pktvec_graph::{clock, Graph, GraphError, NodeKind, RuntimeTable};
 use pktvec_model::tuner::Tuner;
+use pktvec_workers::runtime::{Turn, TurnFactory};
+use std::sync::Arc;
 use std::time::Instant;
 
 mod batcher;
@@ -656,5 +658,124 @@ impl AutoTuner {
     /// The model tuner underneath.
     pub fn tuner(&self) -> &Tuner {
         &self.tuner
+    }
+}
+
+/// The online tuner on every worker: each worker calibrates the model on its own graph
+/// (before the workers start together), then runs windows of `window` turns and lets its own
+/// [`AutoTuner`] retune its (V, b) from what it measured, as one graph on one core does.
+/// The windows are read as differences of the runtime table, so the worker's report keeps
+/// the whole run's counters. Give it to
+/// [`WorkersConfig::with_turn`](pktvec_workers::runtime::WorkersConfig::with_turn).
+///
+/// ```
+/// # use pktvec::prelude::*;
+/// use pktvec::tune::{worker_tuner, Calibrator, TunerConfig};
+/// use pktvec::workers::runtime::{Workers, WorkersConfig};
+///
+/// let tuner = worker_tuner(Calibrator::new().packets(2_000).reps(1), TunerConfig::default(), 8);
+/// let report = Workers::run(WorkersConfig::new(2).with_turn(tuner), |_| {
+///     let mut b = GraphBuilder::new(GraphConfig::default());
+///     b.add("source", PacketSource::new(vec![vec![0u8; 64]]).with_limit(200_000))
+///         .add("tx", NullSink)
+///         .set_next("source", SourceNext::Out, "tx");
+///     Ok(b.build(BufferPool::new(PoolConfig::default())?)?)
+/// })?;
+/// assert!(report.workers.iter().all(|w| w.turn.starts_with("online tuner")));
+/// assert!(report.conservation().is_balanced());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn worker_tuner(calibrator: Calibrator, cfg: TunerConfig, window: u64) -> TurnFactory {
+    Arc::new(move |_, graph: &mut Graph| {
+        let calib = calibrator.calibrate(graph)?;
+        // forward from a clean state: calibration's packets finished and not counted
+        graph.dispatch_pending();
+        graph.reset_stats();
+        let tuner = AutoTuner::new(calib, cfg.clone())
+            .window_vectors(window)
+            .attach(graph)?;
+        Ok(Box::new(WorkerTuner {
+            last: graph.runtime(),
+            tuner,
+            windows: 0,
+            explorations: 0,
+            errors: 0,
+        }) as Box<dyn Turn>)
+    })
+}
+
+/// One worker's online tuner ([`worker_tuner`]).
+struct WorkerTuner {
+    tuner: AutoTuner,
+    /// The runtime table at the end of the last window.
+    last: RuntimeTable,
+    windows: u64,
+    explorations: u64,
+    errors: u64,
+}
+
+impl Turn for WorkerTuner {
+    fn turn(&mut self, graph: &mut Graph) -> u64 {
+        let (t0, c0) = (Instant::now(), clock::now());
+        let mut done = 0;
+        for _ in 0..self.tuner.window {
+            done += graph.run_once();
+        }
+        let (c1, secs) = (clock::now(), t0.elapsed().as_secs_f64());
+        let now = graph.runtime();
+        let window = Window::from_runtime(&runtime_delta(&now, &self.last), c1 - c0, secs);
+        self.last = now;
+        if window.packets > 0 {
+            match self.tuner.observe(graph, window) {
+                Ok(step) => {
+                    self.windows += 1;
+                    self.explorations += u64::from(step.started);
+                }
+                Err(_) => self.errors += 1,
+            }
+        }
+        done
+    }
+
+    fn summary(&self) -> String {
+        let s = self.tuner.setting();
+        format!(
+            "online tuner: V {} b {}, {} windows, {} explorations, {} decisions, {} errors",
+            s.vector,
+            s.sub_batch,
+            self.windows,
+            self.explorations,
+            self.tuner.decisions(),
+            self.errors
+        )
+    }
+}
+
+/// `now − before`, node by node (by name), with the derived columns recomputed.
+fn runtime_delta(now: &RuntimeTable, before: &RuntimeTable) -> RuntimeTable {
+    let div = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let rows = now
+        .rows
+        .iter()
+        .map(|r| {
+            let mut d = r.clone();
+            if let Some(b) = before.rows.iter().find(|b| b.name == r.name) {
+                d.calls -= b.calls.min(d.calls);
+                d.vectors -= b.vectors.min(d.vectors);
+                d.packets -= b.packets.min(d.packets);
+                d.created -= b.created.min(d.created);
+                d.cycles -= b.cycles.min(d.cycles);
+            }
+            d.vectors_per_call = div(d.vectors, d.calls);
+            d.packets_per_vector = div(d.packets, d.vectors);
+            d.cycles_per_packet = div(d.cycles, d.packets);
+            d.cycles_per_call = div(d.cycles, d.calls);
+            d
+        })
+        .collect();
+    RuntimeTable {
+        rows,
+        tsc_hz: now.tsc_hz,
+        vector_size: now.vector_size,
     }
 }

@@ -44,7 +44,7 @@ use serde::Serialize;
 use crate::handoff::{Handoff, HandoffStats};
 
 /// How many workers and where they run.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WorkersConfig {
     /// Number of workers (threads, one graph each), at least 1.
     pub workers: usize,
@@ -55,6 +55,53 @@ pub struct WorkersConfig {
     /// The handoff the workers' graphs use, if any: finite inputs then end only when every
     /// worker is idle and every ring empty, and the report counts the rings' traffic.
     pub handoff: Option<Arc<Handoff>>,
+    /// Makes each worker's [`Turn`] once its graph is built (the online tuner, in
+    /// `pktvec::tune::worker_tuner`); `None`: each turn is one [`Graph::run_once`].
+    pub turn: Option<TurnFactory>,
+}
+
+/// What a worker does in each turn of its loop instead of one [`Graph::run_once`]: the
+/// online tuner runs a window of turns and retunes the graph from what it measured. Control
+/// messages and the stop flag are read between two turns.
+///
+/// ```
+/// use pktvec_graph::Graph;
+/// use pktvec_workers::runtime::Turn;
+/// /// Counts its turns.
+/// struct Counting(u64);
+/// impl Turn for Counting {
+///     fn turn(&mut self, graph: &mut Graph) -> u64 {
+///         self.0 += 1;
+///         graph.run_once()
+///     }
+///     fn summary(&self) -> String {
+///         format!("{} turns", self.0)
+///     }
+/// }
+/// ```
+pub trait Turn: Send {
+    /// Runs the graph for a while; returns the packets its input nodes produced (0: idle).
+    fn turn(&mut self, graph: &mut Graph) -> u64;
+    /// One line for the worker's report (the tuner's setting and decisions).
+    fn summary(&self) -> String {
+        String::new()
+    }
+}
+
+/// Makes a worker's [`Turn`] from its info and built graph (see [`WorkersConfig::turn`]).
+pub type TurnFactory =
+    Arc<dyn Fn(WorkerInfo, &mut Graph) -> Result<Box<dyn Turn>, BuildError> + Send + Sync>;
+
+impl fmt::Debug for WorkersConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkersConfig")
+            .field("workers", &self.workers)
+            .field("pin", &self.pin)
+            .field("first_core", &self.first_core)
+            .field("handoff", &self.handoff.is_some())
+            .field("turn", &self.turn.is_some())
+            .finish()
+    }
 }
 
 impl WorkersConfig {
@@ -70,7 +117,14 @@ impl WorkersConfig {
             pin: true,
             first_core: 0,
             handoff: None,
+            turn: None,
         }
+    }
+
+    /// The same workers, each driving its graph with the [`Turn`] `factory` makes for it.
+    pub fn with_turn(mut self, factory: TurnFactory) -> Self {
+        self.turn = Some(factory);
+        self
     }
 
     /// The same workers, with their graphs handing packets to each other through
@@ -233,6 +287,8 @@ pub struct WorkerReport {
     pub handed_in: u64,
     /// Packets it put into handoff rings (part of its graph's output).
     pub handed_out: u64,
+    /// Its [`Turn`]'s summary (empty without one).
+    pub turn: String,
 }
 
 impl WorkerReport {
@@ -412,6 +468,9 @@ impl fmt::Display for WorkersReport {
                 None => writeln!(f, "worker {}:", w.worker)?,
             }
             writeln!(f, "{}", w.runtime)?;
+            if !w.turn.is_empty() {
+                writeln!(f, "{}", w.turn)?;
+            }
         }
         if self.workers.len() > 1 {
             writeln!(f, "all workers:\n{}", self.runtime())?;
@@ -533,6 +592,7 @@ impl Workers {
             };
             let (build, stop, ready) = (build.clone(), stop.clone(), ready.clone());
             let quiesce = quiesce.clone();
+            let turn = cfg.turn.clone();
             let (tx, rx) = crossbeam_channel::unbounded();
             running.control.push(tx);
             let spawned = std::thread::Builder::new()
@@ -546,6 +606,7 @@ impl Workers {
                             stop: &stop,
                             until_idle,
                             quiesce: quiesce.as_deref(),
+                            turn: turn.as_ref(),
                         };
                         worker(info, &*build, &ready, &rx, end)
                     }))
@@ -585,6 +646,7 @@ struct End<'a> {
     stop: &'a AtomicBool,
     until_idle: bool,
     quiesce: Option<&'a Quiesce>,
+    turn: Option<&'a TurnFactory>,
 }
 
 fn worker<F>(
@@ -597,10 +659,15 @@ fn worker<F>(
 where
     F: Fn(WorkerInfo) -> Result<Graph, BuildError>,
 {
-    let mut graph = build(info).map_err(|e| WorkerError::Build {
+    let build_error = |e: BuildError| WorkerError::Build {
         worker: info.id,
         message: e.to_string(),
-    })?;
+    };
+    let mut graph = build(info).map_err(build_error)?;
+    let mut driver = match end.turn {
+        Some(f) => Some(f(info, &mut graph).map_err(build_error)?),
+        None => None,
+    };
     // every worker starts forwarding once all have built their graphs (or one failed)
     ready.fetch_add(1, Ordering::AcqRel);
     let stop = end.stop;
@@ -620,7 +687,11 @@ where
         }
         match end.quiesce {
             None => {
-                if graph.run_once() == 0 && end.until_idle && graph.run_until_idle() == 0 {
+                let done = match driver.as_mut() {
+                    Some(d) => d.turn(&mut graph),
+                    None => graph.run_once(),
+                };
+                if done == 0 && end.until_idle && graph.run_until_idle() == 0 {
                     break;
                 }
             }
@@ -629,7 +700,11 @@ where
                 // still hand it packets
                 let me = &q.idle[info.id];
                 me.store(false, Ordering::SeqCst);
-                if graph.run_once() == 0 && graph.run_until_idle() == 0 {
+                let done = match driver.as_mut() {
+                    Some(d) => d.turn(&mut graph),
+                    None => graph.run_once(),
+                };
+                if done == 0 && graph.run_until_idle() == 0 {
                     me.store(true, Ordering::SeqCst);
                     if end.until_idle && q.done() {
                         break;
@@ -657,6 +732,7 @@ where
         control_errors,
         handed_in: 0,
         handed_out: 0,
+        turn: driver.map_or_else(String::new, |d| d.summary()),
     })
 }
 
