@@ -17,17 +17,50 @@
 //!
 //! The packet must start at the NDN TLV (as `ethernet-input` leaves it).
 //!
+//! # Concurrency
+//!
+//! The FIB ([`NdnFib`]) is shared as `Arc<NdnFib>` by the `ndn-lookup` nodes of every
+//! graph (one graph per worker thread) and by the control plane, which adds and removes
+//! name prefixes while they forward. It is a [`Shared`] [`NdnTable`]: two copies of the
+//! name table and of its set of component counts under **left-right** publication (see
+//! [`pktvec_lookup::hash::shared`] for the mechanism).
+//!
+//! * **Readers:** each `ndn-lookup` node has its own [`NdnReader`] (a per-reader epoch
+//!   counter), entered once per vector — three atomic operations per vector, none per
+//!   packet. Both phases then run on a plain `&NdnTable`: the same hashes, prefetches and
+//!   searches as an unshared table. Readers never block, never retry, and see the names
+//!   and the set of component counts of one publish together (a name is never tried at a
+//!   length the snapshot does not have, nor missed because its length is not there yet).
+//! * **Writers** ([`add`](NdnFib::add), [`remove`](NdnFib::remove), [`apply`](NdnFib::apply)
+//!   for a batch published at once) serialise on a mutex, apply their changes to the copy
+//!   no reader is in, and publish it with a pointer swap; the other copy takes them at the
+//!   next publish, after its last reader has left. Nothing is freed or overwritten under a
+//!   reader; a prefix present during a whole interval is found by every lookup in it.
+//! * **Cost:** twice the table's memory (100 000 names: 2 × 8.9 MiB) and every change
+//!   applied twice; a publish waits for the readers still in the other copy to finish
+//!   their vector, so never write while holding a guard on the same thread.
+//!
 //! ```
 //! use pktvec_nodes::ndn::NdnFib;
 //! let fib = NdnFib::from_names([("/com/example", 1), ("/com", 2)], 16)?;
 //! assert_eq!(fib.lookup_name("/com/example/video/1"), Some(1));
 //! assert_eq!(fib.lookup_name("/com/other"), Some(2));
 //! assert_eq!(fib.lookup_name("/org"), None);
+//!
+//! // Live changes while readers (other threads' nodes) look names up.
+//! let reader = fib.reader();
+//! fib.add("/org/wiki", 3)?;
+//! assert_eq!(reader.enter().lookup_name("/org/wiki/page"), Some(3));
+//! assert_eq!(fib.remove("/com/example"), Some(1));
+//! assert_eq!(reader.enter().lookup_name("/com/example/video/1"), Some(2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Node, Verdict};
-use pktvec_lookup::hash::{Hashed, Name, NameTable};
+use pktvec_lookup::hash::shared::{
+    Absorb, ReadGuard, Reader, Shared, TableCopy, TableOp, TableOutcome,
+};
+use pktvec_lookup::hash::{HashError, Hashed, Name, NameTable};
 use pktvec_packet::wire::ndn::{
     encode_name, read_tlv, NdnInterest, TLV_DATA, TLV_INTEREST, TLV_NAME,
 };
@@ -35,12 +68,48 @@ use pktvec_packet::Packet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// A name FIB: encoded name prefix → output interface.
+/// A name FIB: encoded name prefix → output interface, shared by the `ndn-lookup` nodes of
+/// any number of graphs and the control plane (see the [module docs](self)).
 pub struct NdnFib {
-    table: NameTable<u32>,
+    shared: Shared<NdnTable, NdnOp>,
+}
+
+/// The names of an [`NdnFib`] as one publish left them: what a reader looks up.
+#[derive(Clone)]
+pub struct NdnTable {
+    names: TableCopy<Name, u32, 4>,
+    /// Names per component count (a key holds at most 64 bytes and a component takes at
+    /// least 2, so a count is at most 32).
+    per_len: [u32; MAX_LENGTHS + 1],
     /// Bit k set if some FIB name has k components: only those prefix lengths are tried.
-    /// A key holds at most 64 bytes and a component takes at least 2, so k ≤ 32.
     lengths: u64,
+}
+
+/// One reader of an [`NdnFib`], for one thread: [`Reader::enter`] gives the published
+/// [`NdnTable`].
+pub type NdnReader = Reader<NdnTable, NdnOp>;
+
+/// A change of an [`NdnFib`] in a batch ([`NdnFib::apply`]); names as `/a/b/c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NdnChange<'a> {
+    /// Add a prefix routed to an interface, or move it there.
+    Add(&'a str, u32),
+    /// Remove a prefix.
+    Remove(&'a str),
+    /// Remove every prefix.
+    Clear,
+}
+
+/// An operation on an [`NdnTable`], made by [`NdnFib`] from an [`NdnChange`] (the key
+/// encoded, its component count counted once).
+#[derive(Clone, Copy, Debug)]
+pub struct NdnOp(Op);
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Add { key: Name, k: u8, port: u32 },
+    Remove { key: Name, k: u8 },
+    Clear,
 }
 
 /// Why a FIB could not be built.
@@ -127,34 +196,70 @@ fn name_bounds_slow(data: &[u8]) -> Option<(usize, usize)> {
     (nt == TLV_NAME).then_some((ns, ne))
 }
 
-impl NdnFib {
-    /// A FIB of these (name, interface) routes, with room for `capacity` names.
-    pub fn from_names<'a>(
-        routes: impl IntoIterator<Item = (&'a str, u32)>,
-        capacity: usize,
-    ) -> Result<Arc<Self>, NdnFibError> {
-        let mut table = NameTable::new(capacity)?;
-        let mut enc = Vec::new();
-        let mut lengths = 0u64;
-        for (name, port) in routes {
-            enc.clear();
-            encode_name(name, &mut enc);
-            let key = Name::new(&enc).map_err(|_| NdnFibError::TooLong(name.to_string()))?;
-            table.insert(key, port)?;
-            let k = name.split('/').filter(|c| !c.is_empty()).count();
-            lengths |= 1u64 << k.min(63);
+impl NdnTable {
+    fn new(capacity: usize) -> Result<Self, HashError> {
+        Ok(NdnTable {
+            names: TableCopy::new(NameTable::new(capacity)?),
+            per_len: [0; MAX_LENGTHS + 1],
+            lengths: 0,
+        })
+    }
+
+    /// Applies one operation: the name table's result (the previous interface of an added
+    /// name, the interface of a removed one).
+    fn apply(&mut self, op: &NdnOp) -> Result<Option<u32>, HashError> {
+        match op.0 {
+            Op::Add { key, k, port } => {
+                let r = self.names.apply(&TableOp::Insert(key, port));
+                if r == Ok(None) {
+                    self.count(k, true);
+                }
+                r
+            }
+            Op::Remove { key, k } => {
+                let r = self.names.apply(&TableOp::Remove(key));
+                if let Ok(Some(_)) = r {
+                    self.count(k, false);
+                }
+                r
+            }
+            Op::Clear => {
+                self.per_len = [0; MAX_LENGTHS + 1];
+                self.lengths = 0;
+                self.names.apply(&TableOp::Clear)
+            }
         }
-        Ok(Arc::new(NdnFib { table, lengths }))
+    }
+
+    /// One name more (`add`) or fewer with `k` components.
+    fn count(&mut self, k: u8, add: bool) {
+        let k = usize::from(k).min(MAX_LENGTHS);
+        let n = &mut self.per_len[k];
+        *n = if add {
+            n.saturating_add(1)
+        } else {
+            n.saturating_sub(1)
+        };
+        if *n == 0 {
+            self.lengths &= !(1u64 << k);
+        } else {
+            self.lengths |= 1u64 << k;
+        }
     }
 
     /// Number of names.
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.names.len()
     }
 
     /// True if empty.
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.names.is_empty()
+    }
+
+    /// Most names the table holds.
+    pub fn capacity(&self) -> usize {
+        self.names.capacity()
     }
 
     /// Longest-prefix match of a name given as `/a/b/c` (control plane and tests).
@@ -175,8 +280,9 @@ impl NdnFib {
     /// let fib = NdnFib::from_names([("/com/example", 1)], 4)?;
     /// let mut enc = Vec::new();
     /// encode_name("/com/example/a", &mut enc);
-    /// assert_eq!(fib.lookup_encoded(&enc), Some(1));
-    /// assert_eq!(fib.lookup_encoded(&enc[..enc.len() - 1]), None); // truncated TLV
+    /// let table = fib.read();
+    /// assert_eq!(table.lookup_encoded(&enc), Some(1));
+    /// assert_eq!(table.lookup_encoded(&enc[..enc.len() - 1]), None); // truncated TLV
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lookup_encoded(&self, name: &[u8]) -> Option<u32> {
@@ -197,7 +303,171 @@ impl NdnFib {
         ends[..n]
             .iter()
             .rev()
-            .find_map(|&e| self.table.lookup_bytes(name.get(..usize::from(e))?))
+            .find_map(|&e| self.names.lookup_bytes(name.get(..usize::from(e))?))
+    }
+}
+
+impl Absorb<NdnOp> for NdnTable {
+    fn absorb_first(&mut self, op: &mut NdnOp, _: &Self) {
+        // The result is kept by the name table (`TableCopy::last`).
+        let _ = self.apply(op);
+    }
+
+    fn absorb_second(&mut self, op: NdnOp, _: &Self) {
+        let _ = self.apply(&op);
+    }
+
+    fn sync_with(&mut self, first: &Self) {
+        self.names.sync_with(&first.names);
+        self.per_len = first.per_len;
+        self.lengths = first.lengths;
+    }
+}
+
+/// The operation for `change`, its name encoded (too long: an error naming it).
+fn op_of(change: NdnChange<'_>) -> Result<NdnOp, NdnFibError> {
+    let (name, port) = match change {
+        NdnChange::Add(name, port) => (name, Some(port)),
+        NdnChange::Remove(name) => (name, None),
+        NdnChange::Clear => return Ok(NdnOp(Op::Clear)),
+    };
+    let mut enc = Vec::new();
+    encode_name(name, &mut enc);
+    let key = Name::new(&enc).map_err(|_| NdnFibError::TooLong(name.to_string()))?;
+    // Encoded in at most 64 bytes, 2 or more per component: at most 32 components.
+    let k = name
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .count()
+        .min(MAX_LENGTHS) as u8;
+    Ok(NdnOp(match port {
+        Some(port) => Op::Add { key, k, port },
+        None => Op::Remove { key, k },
+    }))
+}
+
+impl NdnFib {
+    /// An empty FIB with room for `capacity` names.
+    pub fn with_capacity(capacity: usize) -> Result<Arc<Self>, NdnFibError> {
+        Self::from_names([], capacity)
+    }
+
+    /// A FIB of these (name, interface) routes, with room for `capacity` names.
+    pub fn from_names<'a>(
+        routes: impl IntoIterator<Item = (&'a str, u32)>,
+        capacity: usize,
+    ) -> Result<Arc<Self>, NdnFibError> {
+        let mut table = NdnTable::new(capacity)?;
+        for (name, port) in routes {
+            table.apply(&op_of(NdnChange::Add(name, port))?)?;
+        }
+        Ok(Arc::new(NdnFib {
+            shared: Shared::new(table),
+        }))
+    }
+
+    /// A reader for one thread (an `ndn-lookup` node makes its own when it is created).
+    pub fn reader(&self) -> NdnReader {
+        self.shared.reader()
+    }
+
+    /// The published table, through this thread's own reader (control plane and tests).
+    /// Do not write to the FIB on this thread while the guard lives.
+    pub fn read(&self) -> ReadGuard<'_, NdnTable> {
+        self.shared.read()
+    }
+
+    /// Adds a prefix (or moves it to `port`) and publishes it: its previous interface, if
+    /// it had one.
+    ///
+    /// ```
+    /// use pktvec_nodes::ndn::NdnFib;
+    /// let fib = NdnFib::with_capacity(4)?;
+    /// assert_eq!(fib.add("/a/b", 1)?, None);
+    /// assert_eq!(fib.add("/a/b", 2)?, Some(1));
+    /// assert_eq!(fib.lookup_name("/a/b/c"), Some(2));
+    /// assert!(fib.add(&"/x".repeat(40), 1).is_err()); // longer than 64 bytes encoded
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`NdnFibError::TooLong`], or [`NdnFibError::Table`] for a new name the table has no
+    /// room for; the FIB is unchanged.
+    pub fn add(&self, name: &str, port: u32) -> Result<Option<u32>, NdnFibError> {
+        let op = op_of(NdnChange::Add(name, port))?;
+        let mut w = self.shared.write();
+        w.append(op);
+        w.publish();
+        let r = w.published().names.last();
+        Ok(r?)
+    }
+
+    /// Removes a prefix and publishes that: its interface, if it was there.
+    pub fn remove(&self, name: &str) -> Option<u32> {
+        // A name too long for a key was never added.
+        let op = op_of(NdnChange::Remove(name)).ok()?;
+        let mut w = self.shared.write();
+        w.append(op);
+        w.publish();
+        let r = w.published().names.last();
+        r.ok().flatten()
+    }
+
+    /// Applies a batch of changes in order and publishes them at once: a reader sees the
+    /// FIB before the batch or after it. Returns what the batch did.
+    ///
+    /// ```
+    /// use pktvec_nodes::ndn::{NdnChange, NdnFib};
+    /// let fib = NdnFib::from_names([("/com", 1)], 8)?;
+    /// let done = fib.apply([
+    ///     NdnChange::Add("/com/example", 2),
+    ///     NdnChange::Add("/org", 3),
+    ///     NdnChange::Remove("/com"),
+    /// ])?;
+    /// assert_eq!((done.inserted, done.removed), (2, 1));
+    /// assert_eq!(fib.lookup_name("/com/example/a"), Some(2));
+    /// assert_eq!(fib.lookup_name("/com/other"), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`NdnFibError::TooLong`] for a name of the batch longer than a key: nothing is
+    /// published. Inserts the table refuses are counted in
+    /// [`failed`](TableOutcome::failed) (the rest of the batch is applied).
+    pub fn apply<'a>(
+        &self,
+        changes: impl IntoIterator<Item = NdnChange<'a>>,
+    ) -> Result<TableOutcome, NdnFibError> {
+        let ops = changes
+            .into_iter()
+            .map(op_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut w = self.shared.write();
+        let before = w.published().names.totals();
+        w.extend(ops);
+        w.publish();
+        let after = w.published().names.totals();
+        Ok(after.since(&before))
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// Longest-prefix match of a name given as `/a/b/c` (control plane and tests).
+    pub fn lookup_name(&self, name: &str) -> Option<u32> {
+        self.read().lookup_name(name)
+    }
+
+    /// Longest-prefix match of an encoded name; see [`NdnTable::lookup_encoded`].
+    pub fn lookup_encoded(&self, name: &[u8]) -> Option<u32> {
+        self.read().lookup_encoded(name)
     }
 }
 
@@ -221,13 +491,15 @@ node_errors! {
 
 /// The `ndn-lookup` node.
 pub struct NdnLookup {
-    fib: Arc<NdnFib>,
+    reader: NdnReader,
 }
 
 impl NdnLookup {
-    /// A lookup node over a shared FIB.
+    /// A lookup node over a shared FIB (with its own reader).
     pub fn new(fib: Arc<NdnFib>) -> Self {
-        NdnLookup { fib }
+        NdnLookup {
+            reader: fib.reader(),
+        }
     }
 }
 
@@ -261,7 +533,7 @@ impl Candidates {
     /// Walks the packet's TLVs once (every component checked), hashes the candidate
     /// prefixes in the same pass and prefetches their buckets.
     #[inline(always)]
-    fn new(data: &[u8], fib: &NdnFib) -> Self {
+    fn new(data: &[u8], fib: &NdnTable) -> Self {
         let Some((ns, ne)) = name_bounds(data) else {
             return Self::MALFORMED;
         };
@@ -271,12 +543,12 @@ impl Candidates {
         // The hasher may read past the name (it masks): give it the rest of the packet.
         let rest = data.get(ns..).unwrap_or_default();
         let name = data.get(ns..ne).unwrap_or_default();
-        let mut hasher = fib.table.prefix_hasher(rest);
+        let table: &NameTable<u32> = &fib.names;
+        let mut hasher = table.prefix_hasher(rest);
         let mut c = Candidates {
             name_start,
             ..Candidates::default()
         };
-        let table = &fib.table;
         let ok = walk_components(name, fib.lengths, |end| {
             let h = Hashed(hasher.prefix(end));
             // What a hit reads: the primary bucket's tag/value line and key lines, and the
@@ -296,7 +568,7 @@ impl Candidates {
 
     /// The interface of the longest candidate in the FIB (phase 2).
     #[inline(always)]
-    fn lookup(&self, data: &[u8], fib: &NdnFib) -> Option<u32> {
+    fn lookup(&self, data: &[u8], fib: &NdnTable) -> Option<u32> {
         let name = data.get(usize::from(self.name_start)..)?;
         let found = usize::from(self.found);
         let kept = found.min(CANDIDATES);
@@ -304,7 +576,7 @@ impl Candidates {
             let slot = (found - j) % CANDIDATES;
             let key = name.get(..usize::from(self.ends[slot]))?;
             if let Some(port) = fib
-                .table
+                .names
                 .lookup_bytes_hashed(key, Hashed(self.hashes[slot]))
             {
                 return Some(port);
@@ -320,7 +592,7 @@ impl Candidates {
     /// the shorter candidates, found by walking the name again.
     #[cold]
     #[inline(never)]
-    fn lookup_rest(data: &[u8], fib: &NdnFib, shortest_tried: u8) -> Option<u32> {
+    fn lookup_rest(data: &[u8], fib: &NdnTable, shortest_tried: u8) -> Option<u32> {
         let (ns, ne) = name_bounds(data)?;
         fib.lookup_shorter(data.get(ns..ne)?, usize::from(shortest_tried))
     }
@@ -331,7 +603,9 @@ impl Node for NdnLookup {
     type Error = NdnError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let fib = &*self.fib;
+        // One guard for the vector: both phases on one published table.
+        let guard = self.reader.enter();
+        let fib: &NdnTable = &guard;
         cx.process_sub_batches(
             frame,
             |p| Candidates::new(p.data(), fib),
@@ -396,11 +670,12 @@ mod tests {
 
     /// The node's two phases on one packet.
     fn node_lookup(fib: &NdnFib, pkt: &[u8]) -> Result<Option<u32>, ()> {
-        let c = Candidates::new(pkt, fib);
+        let table = fib.read();
+        let c = Candidates::new(pkt, &table);
         if c.malformed {
             return Err(());
         }
-        Ok(c.lookup(pkt, fib))
+        Ok(c.lookup(pkt, &table))
     }
 
     /// Longest match by the book: every prefix, longest first, in a HashMap of the FIB's

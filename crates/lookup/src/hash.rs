@@ -31,6 +31,12 @@
 //! [`MAX_CUCKOO_NODES`] buckets visited) finds no room, the insert fails with
 //! [`HashError::NoSlot`] and the table is unchanged. Lookups never allocate.
 //!
+//! # Sharing between threads
+//!
+//! A `HashTable` is a plain value (`&self` lookups, `&mut self` changes). For a table
+//! that reader threads look up while others change it, see [`shared`]: two copies under
+//! left-right publication, readers that never block, batches published at once.
+//!
 //! # Memory per entry (at full capacity)
 //!
 //! `64 B / (5 × 0.9) ≈ 14.2 B` for [`MacTable`], `64 / (3 × 0.9) ≈ 23.7 B` for
@@ -67,6 +73,7 @@ use pktvec_packet::prefetch::prefetch_read;
 use pktvec_packet::wire::MacAddr;
 
 mod keys;
+pub mod shared;
 
 pub use keys::{
     hash_bytes, hash_u64, hash_u64x2, HashKey, Ipv4FiveTuple, Ipv6FiveTuple, Name, NameTooLong,

@@ -36,6 +36,7 @@ use super::{default_tx, AppError, Edge};
 use crate::l2::{L2Fib, L2Forward, L2ForwardNext, L2Learn, L2LearnNext, UnknownUnicast};
 use crate::output::{InterfaceOutput, OutputNext};
 use pktvec_graph::GraphBuilder;
+use pktvec_lookup::hash::MacTable;
 use pktvec_packet::wire::MacAddr;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -141,17 +142,18 @@ pub struct L2fwdNodes {
 }
 
 impl L2fwd {
-    /// Creates the MAC table and fills it with `table_size` stations.
+    /// Creates the MAC table and fills it with `table_size` stations (before sharing it:
+    /// no publish per station).
     pub fn new(cfg: L2fwdConfig) -> Result<Self, AppError> {
-        let fib = L2Fib::with_capacity(cfg.table_size.max(2))?;
+        let mut table = MacTable::new(cfg.table_size.max(2))?;
         let ports = cfg.ports.max(2) as u32;
-        {
-            let mut t = fib.write();
-            for i in 0..cfg.table_size as u32 {
-                t.insert(station_mac(i), i % ports)?;
-            }
+        for i in 0..cfg.table_size as u32 {
+            table.insert(station_mac(i), i % ports)?;
         }
-        Ok(L2fwd { cfg, fib })
+        Ok(L2fwd {
+            cfg,
+            fib: L2Fib::from_table(table),
+        })
     }
 
     /// The configuration.
@@ -164,7 +166,10 @@ impl L2fwd {
         self.cfg.ports.max(2)
     }
 
-    /// The shared MAC table (the control plane can add stations while the graph runs).
+    /// The shared MAC table: the control plane learns, moves and forgets stations while
+    /// the graphs forward ([`L2Fib::learn`], [`L2Fib::forget`], [`L2Fib::apply`]). Every
+    /// graph [`add_to`](Self::add_to) builds shares it: one `L2fwd` serves several workers,
+    /// each node with its own reader.
     pub fn fib(&self) -> &Arc<L2Fib> {
         &self.fib
     }

@@ -59,6 +59,9 @@ pub struct NdnfwdConfig {
     pub names: Option<PathBuf>,
     /// Generated name prefixes when no file is given.
     pub name_count: usize,
+    /// Room in the FIB for this many names beyond the prefixes it is built from, for
+    /// prefixes the control plane adds while the graphs forward ([`NdnFib::add`]).
+    pub spare_names: usize,
     /// Name of the transmit node (added by the caller).
     pub tx: String,
 }
@@ -69,6 +72,7 @@ impl Default for NdnfwdConfig {
             ports: 4,
             names: None,
             name_count: 100_000,
+            spare_names: 0,
             tx: default_tx(),
         }
     }
@@ -167,7 +171,7 @@ impl Ndnfwd {
                 .iter()
                 .enumerate()
                 .map(|(i, n)| (n.as_str(), i as u32 % ports)),
-            prefixes.len().max(1),
+            prefixes.len().saturating_add(cfg.spare_names).max(1),
         )?;
         Ok(Ndnfwd { cfg, prefixes, fib })
     }
@@ -187,7 +191,11 @@ impl Ndnfwd {
         &self.prefixes
     }
 
-    /// The FIB.
+    /// The FIB: the control plane adds and removes prefixes while the graphs forward
+    /// ([`NdnFib::add`], [`NdnFib::remove`], [`NdnFib::apply`]). Every graph
+    /// [`add_to`](Self::add_to) builds shares it (one `Ndnfwd` serves several workers, each
+    /// `ndn-lookup` with its own reader); [`prefixes`](Self::prefixes) stays the list the
+    /// FIB was built from.
     pub fn fib(&self) -> &Arc<NdnFib> {
         &self.fib
     }
