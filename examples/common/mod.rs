@@ -10,6 +10,7 @@ use pktvec::io::profile::TrafficProfile;
 use pktvec::lookup::routes::load_ipv6_file;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{BufferPool, PoolConfig};
+use pktvec::tune;
 use pktvec::workers::runtime::{Workers, WorkersConfig};
 use std::path::PathBuf;
 
@@ -81,6 +82,11 @@ pub struct CommonArgs {
     /// packets each. 1 runs on this thread.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub workers: u16,
+    /// Run the online tuner on every worker: each calibrates the overhead model on its own
+    /// graph (its packets count against `-n`), then retunes its vector size and sub-batch
+    /// from windows of 64 turns.
+    #[arg(long)]
+    pub tune: bool,
 }
 
 /// The DPDK ports of `--dpdk`, opened once and used by the pool, the input and the output.
@@ -302,7 +308,7 @@ impl CommonArgs {
     where
         F: Fn(&Option<Ports>, usize) -> Result<Graph, Error> + Send + Sync + 'static,
     {
-        if self.workers > 1 {
+        if self.workers > 1 || self.tune {
             return self.run_workers(name, graph);
         }
         let ports = self.ports()?;
@@ -329,7 +335,12 @@ impl CommonArgs {
         }
         let ports = self.ports()?;
         let shared = ports.clone();
-        let report = Workers::run(WorkersConfig::new(self.workers.into()), move |w| {
+        let mut cfg = WorkersConfig::new(self.workers.into());
+        if self.tune {
+            let calibrator = tune::Calibrator::new().packets(20_000).reps(1);
+            cfg = cfg.with_turn(tune::worker_tuner(calibrator, Default::default(), 64));
+        }
+        let report = Workers::run(cfg, move |w| {
             let mine = worker_ports(&shared, w.id).map_err(|e| e.to_string())?;
             graph(&mine, w.id).map_err(|e| e.to_string().into())
         })?;
