@@ -337,7 +337,7 @@ impl CommonArgs {
         let shared = ports.clone();
         let mut cfg = WorkersConfig::new(self.workers.into());
         if self.tune {
-            let calibrator = tune::Calibrator::new().packets(20_000).reps(1);
+            let calibrator = tune::Calibrator::new().packets(4_000).reps(1);
             cfg = cfg.with_turn(tune::worker_tuner(calibrator, Default::default(), 64));
         }
         let report = Workers::run(cfg, move |w| {
