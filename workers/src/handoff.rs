@@ -428,9 +428,12 @@ impl Node for WorkerHandoff {
                 if let Some(&ahead) = bufs.get(i + d) {
                     pk.prefetch(ahead);
                 }
-                let t = tuple_from_frame(pk.packet(bufs[i]).data());
-                self.has[i - start] = t.is_some();
-                self.tuples[i - start] = t.unwrap_or(none);
+                let t = &mut self.tuples[i - start];
+                let has = t.set_from_frame(pk.packet(bufs[i]).data());
+                if !has {
+                    *t = none;
+                }
+                self.has[i - start] = has;
             }
             // ... all hashed at once ...
             dist.toeplitz

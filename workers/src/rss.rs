@@ -372,7 +372,9 @@ impl Toeplitz {
 /// The input of the hash: a flow's addresses and, for TCP and UDP, its ports, in network
 /// order (source address, destination address, source port, destination port). 8 bytes
 /// (IPv4 2-tuple), 12 (IPv4 4-tuple), 32 (IPv6 2-tuple) or 36 (IPv6 4-tuple).
+// 40 bytes, 8-aligned: a tuple moves as a few whole words instead of a 37-byte copy
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(C, align(8))]
 pub struct Tuple {
     bytes: [u8; MAX_INPUT],
     len: u8,
@@ -533,22 +535,75 @@ pub fn tuple_from_ipv6(l3: &[u8]) -> Option<Tuple> {
 /// The tuple of an Ethernet frame (with up to two VLAN tags): see [`tuple_from_ipv4`] and
 /// [`tuple_from_ipv6`]. `None` for other EtherTypes and malformed L2/L3 headers. Never
 /// panics.
-#[inline]
+#[inline(always)]
 pub fn tuple_from_frame(frame: &[u8]) -> Option<Tuple> {
-    // The common case in a few byte tests: untagged IPv4, no options, not a fragment, TCP
-    // or UDP with its ports inside the datagram; the same tuple the full parse gives.
-    if let Some(h) = frame.get(..38) {
-        if h[12..15] == [0x08, 0x00, 0x45]
-            && h[20] & 0x3f == 0
-            && h[21] == 0
-            && (h[23] == 6 || h[23] == 17)
-            && u16::from_be_bytes([h[16], h[17]]) >= 24
-        {
+    match fast_ipv4_ports(frame) {
+        Some(b) => {
             let mut bytes = [0u8; MAX_INPUT];
-            bytes[..12].copy_from_slice(&h[26..38]);
-            return Some(Tuple { bytes, len: 12 });
+            bytes[..12].copy_from_slice(b);
+            Some(Tuple { bytes, len: 12 })
+        }
+        None => tuple_from_frame_parsed(frame),
+    }
+}
+
+/// The common case in a few byte tests: untagged IPv4 without options, not a fragment, TCP
+/// or UDP with its ports inside the datagram: the 12 tuple bytes (addresses and ports, as
+/// they lie in the frame), the same the full parse gives.
+#[inline(always)]
+fn fast_ipv4_ports(frame: &[u8]) -> Option<&[u8; 12]> {
+    let h = frame.get(..38)?;
+    if h[12..15] == [0x08, 0x00, 0x45]
+        && h[20] & 0x3f == 0
+        && h[21] == 0
+        && (h[23] == 6 || h[23] == 17)
+        && u16::from_be_bytes([h[16], h[17]]) >= 24
+    {
+        h[26..38].try_into().ok()
+    } else {
+        None
+    }
+}
+
+impl Tuple {
+    /// Fills this tuple with `frame`'s ([`tuple_from_frame`]) in place, and returns true;
+    /// false, leaving it as it was, when the frame has none. The per-packet step of a node
+    /// that hashes a vector of tuples at once.
+    ///
+    /// ```
+    /// use pktvec_packet::builder::PacketBuilder;
+    /// use pktvec_workers::rss::{tuple_from_frame, Tuple};
+    /// use std::net::Ipv4Addr;
+    /// let f = PacketBuilder::ethernet([2; 6].into(), [4; 6].into())
+    ///     .ipv4(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2))
+    ///     .udp(1, 2)
+    ///     .build();
+    /// let mut t = Tuple::v4(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, None);
+    /// assert!(t.set_from_frame(&f));
+    /// assert_eq!(Some(t), tuple_from_frame(&f));
+    /// assert!(!t.set_from_frame(&[0u8; 10]));
+    /// ```
+    #[inline(always)]
+    pub fn set_from_frame(&mut self, frame: &[u8]) -> bool {
+        if let Some(b) = fast_ipv4_ports(frame) {
+            self.bytes[..12].copy_from_slice(b);
+            self.bytes[12..].fill(0);
+            self.len = 12;
+            return true;
+        }
+        match tuple_from_frame_parsed(frame) {
+            Some(t) => {
+                *self = t;
+                true
+            }
+            None => false,
         }
     }
+}
+
+/// [`tuple_from_frame`] by the full parse (VLAN tags, options, fragments, IPv6).
+#[inline(never)]
+fn tuple_from_frame_parsed(frame: &[u8]) -> Option<Tuple> {
     let l2 = parse_l2(frame).ok()?;
     let l3 = frame.get(usize::from(l2.l3_offset)..)?;
     match l2.ethertype {
