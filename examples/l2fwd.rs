@@ -20,6 +20,7 @@ use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::l2fwd::{L2fwd, L2fwdConfig};
 use pktvec::nodes::l2::UnknownUnicast;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Unknown {
@@ -48,15 +49,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
-    let c = cli.clone();
-    cli.common
-        .run_app("l2fwd", move |ports, w| graph(&c, ports, w))
-}
-
-/// The switch's graph for `worker` (its traffic seeded by the worker's index).
-fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
-    let args = &cli.common;
-    let app = L2fwd::new(L2fwdConfig {
+    // one switch for every worker: one MAC table, learned into and read by all of them
+    let app = Arc::new(L2fwd::new(L2fwdConfig {
         ports: cli.ports,
         table_size: cli.table_size,
         unknown_unicast: match cli.unknown {
@@ -64,7 +58,15 @@ fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error
             Unknown::Drop => UnknownUnicast::Drop,
         },
         ..L2fwdConfig::default()
-    })?;
+    })?);
+    let c = cli.clone();
+    cli.common
+        .run_app("l2fwd", move |ports, w| graph(&c, &app, ports, w))
+}
+
+/// The switch's graph for `worker` (its traffic seeded by the worker's index).
+fn graph(cli: &Cli, app: &L2fwd, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
+    let args = &cli.common;
     let default = format!(
         "[mix]\nipv4 = 1.0\n[flows]\ncount = {}\n[sizes]\nfixed = 64\n[l2]\nhosts = {}\nports = {}\n",
         cli.table_size.clamp(2, 1 << 20),

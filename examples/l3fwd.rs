@@ -17,10 +17,11 @@ mod common;
 use clap::{parser::ValueSource, CommandFactory, FromArgMatches, Parser};
 use common::{exit_code, CommonArgs, Error, Ports};
 use pktvec::graph::{Graph, GraphBuilder};
-use pktvec::nodes::apps::l3fwd::L3fwdConfig;
+use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::nodes::ip4::{Ip4InputConfig, Policy};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 const PROFILE: &str = r#"
 # 64-byte IPv4/UDP to destinations inside the routes (98%).
@@ -76,22 +77,21 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, sub_batch_given: bool) -> Result<(), Error> {
+    // one router for every worker: its FIBs are shared, a route change reaches them all
+    let pcap = cli.common.pcap_input()?;
+    let app = Arc::new(
+        cli.common
+            .router(config(&cli, sub_batch_given), pcap.as_ref())?,
+    );
     let c = cli.clone();
-    cli.common.run_app("l3fwd", move |ports, w| {
-        graph(&c, sub_batch_given, ports, w)
-    })
+    cli.common
+        .run_app("l3fwd", move |ports, w| graph(&c, &app, ports, w))
 }
 
-/// The graph for `worker` (its generated traffic seeded by the worker's index).
-fn graph(
-    cli: &Cli,
-    sub_batch_given: bool,
-    ports: &Option<Ports>,
-    worker: usize,
-) -> Result<Graph, Error> {
-    let args = &cli.common;
+/// The router's settings from the command line.
+fn config(cli: &Cli, sub_batch_given: bool) -> L3fwdConfig {
     let policy = |drop: bool| if drop { Policy::Drop } else { Policy::Accept };
-    let cfg = L3fwdConfig {
+    L3fwdConfig {
         ports: cli.ports,
         routes: cli.routes.clone(),
         route_count: cli.route_count,
@@ -107,10 +107,14 @@ fn graph(
             false => L3fwdConfig::default().ip4_lookup_sub_batch,
         },
         ..L3fwdConfig::default()
-    };
+    }
+}
+
+/// The graph for `worker` (its generated traffic seeded by the worker's index).
+fn graph(cli: &Cli, app: &L3fwd, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
+    let args = &cli.common;
     let pcap = args.pcap_input()?;
-    let app = args.router(cfg, pcap.as_ref())?;
-    let input = args.router_input(ports, pcap, &app, PROFILE, worker)?;
+    let input = args.router_input(ports, pcap, app, PROFILE, worker)?;
 
     let mut b = GraphBuilder::new(args.graph_config());
     input.add_to(&mut b, "input", app.entry());

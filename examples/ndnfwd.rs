@@ -18,6 +18,7 @@ use pktvec::graph::{Graph, GraphBuilder};
 use pktvec::io::generator::Generator;
 use pktvec::nodes::apps::ndnfwd::{Ndnfwd, NdnfwdConfig};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Parser, Debug, Clone)]
 #[command(about = "NDN name-prefix forwarder on a pktvec graph")]
@@ -40,20 +41,21 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Error> {
-    let c = cli.clone();
-    cli.common
-        .run_app("ndnfwd", move |ports, w| graph(&c, ports, w))
-}
-
-/// The graph for `worker` (its generated traffic seeded by the worker's index).
-fn graph(cli: &Cli, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
-    let args = &cli.common;
-    let app = Ndnfwd::new(NdnfwdConfig {
+    // one forwarder for every worker: one name table they all read
+    let app = Arc::new(Ndnfwd::new(NdnfwdConfig {
         ports: cli.ports,
         names: cli.names.clone(),
         name_count: cli.name_count,
         ..NdnfwdConfig::default()
-    })?;
+    })?);
+    let c = cli.clone();
+    cli.common
+        .run_app("ndnfwd", move |ports, w| graph(&c, &app, ports, w))
+}
+
+/// The graph for `worker` (its generated traffic seeded by the worker's index).
+fn graph(cli: &Cli, app: &Ndnfwd, ports: &Option<Ports>, worker: usize) -> Result<Graph, Error> {
+    let args = &cli.common;
     let names = app.interest_names();
     let flows = names.len().clamp(1, 1 << 16);
     let mut profile = args.profile(&format!(
