@@ -17,7 +17,7 @@ use std::time::Duration;
 use pktvec::graph::Graph;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use pktvec::packet::{PoolConfig, SharedArena};
-use pktvec_workers::handoff::{Distribution, Handoff};
+use pktvec_workers::handoff::{Distribution, Handoff, HANDOFF_INPUT, HANDOFF_TX, WORKER_HANDOFF};
 use pktvec_workers::runtime::{BuildError, WorkerInfo, Workers, WorkersConfig};
 use serde_json::json;
 
@@ -99,6 +99,7 @@ pub fn run(args: Args) -> Res<()> {
     for app in [App::L2fwd, App::L3fwd, App::L3fwdHandoff] {
         let mut mpps: Vec<Vec<f64>> = vec![Vec::new(); args.workers.len()];
         let mut imbalance = vec![Vec::new(); args.workers.len()];
+        let mut handoff_nodes: Vec<Vec<HandoffCycles>> = vec![Vec::new(); args.workers.len()];
         for round in 0..rounds {
             // alternate the order between rounds
             let order: Vec<usize> = if round % 2 == 0 {
@@ -108,9 +109,11 @@ pub fn run(args: Args) -> Res<()> {
             };
             for k in order {
                 let n = args.workers[k];
-                let (rate, imb) = measure(app, n, secs, !args.no_pin, args.stations, routes)?;
+                let (rate, imb, nodes) =
+                    measure(app, n, secs, !args.no_pin, args.stations, routes)?;
                 mpps[k].push(rate);
                 imbalance[k].push(imb);
+                handoff_nodes[k].push(nodes);
             }
         }
         let med: Vec<f64> = mpps.iter().map(|v| median(v)).collect();
@@ -143,9 +146,21 @@ pub fn run(args: Args) -> Res<()> {
                     row.target(0.95)
                 });
             }
+            let nodes = HandoffCycles::median(&handoff_nodes[k]);
+            if app == App::L3fwdHandoff {
+                println!(
+                    "       handoff nodes, cycles a packet: worker-handoff {:.1}, handoff-tx {:.1}, \
+                     handoff-input {:.1}; {:.1}% of the packets changed worker",
+                    nodes.worker_handoff, nodes.handoff_tx, nodes.handoff_input, 100.0 * nodes.moved
+                );
+            }
             detail.push(json!({
                 "app": app.name(), "workers": n, "mpps_median": med[k], "mpps_rounds": mpps[k],
                 "speedup": speedup, "imbalance_packets": median(&imbalance[k]),
+                "handoff_nodes_cycles_per_packet": (app == App::L3fwdHandoff).then_some(json!({
+                    "worker_handoff": nodes.worker_handoff, "handoff_tx": nodes.handoff_tx,
+                    "handoff_input": nodes.handoff_input, "share_moved": nodes.moved,
+                })),
             }));
         }
     }
@@ -164,6 +179,28 @@ fn core_count() -> usize {
     core_affinity::get_core_ids().map_or(1, |c| c.len())
 }
 
+/// The handoff nodes' cycles per packet in one run, and the share of packets that changed
+/// worker.
+#[derive(Clone, Copy, Debug, Default)]
+struct HandoffCycles {
+    worker_handoff: f64,
+    handoff_tx: f64,
+    handoff_input: f64,
+    moved: f64,
+}
+
+impl HandoffCycles {
+    fn median(runs: &[HandoffCycles]) -> HandoffCycles {
+        let m = |f: fn(&HandoffCycles) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        HandoffCycles {
+            worker_handoff: m(|r| r.worker_handoff),
+            handoff_tx: m(|r| r.handoff_tx),
+            handoff_input: m(|r| r.handoff_input),
+            moved: m(|r| r.moved),
+        }
+    }
+}
+
 /// One run: `n` workers forwarding `app` for `secs`; aggregate Mpps (each worker's packets
 /// over its own forwarding time, summed) and the packet imbalance (max / mean).
 fn measure(
@@ -173,7 +210,7 @@ fn measure(
     pin: bool,
     stations: usize,
     routes: usize,
-) -> Res<(f64, f64)> {
+) -> Res<(f64, f64, HandoffCycles)> {
     let mut cfg = WorkersConfig {
         pin,
         ..WorkersConfig::new(n)
@@ -202,15 +239,6 @@ fn measure(
     if !c.is_balanced() || c.buffers_in_use != 0 {
         return Err(format!("{} on {n} workers: {c}", app.name()).into());
     }
-    if let Some(h) = &report.handoff {
-        println!(
-            "    ({} workers: {} handed off, {} congestion drops, {:.1}% of the packets changed worker)",
-            n,
-            h.handed_off,
-            h.congestion_drops,
-            100.0 * h.handed_off as f64 / c.input.max(1) as f64
-        );
-    }
     // packets forwarded (sent to tx) per second: with handoff, a worker's input can outrun
     // what its rings take, and what they drop is no throughput
     let secs = report.workers.iter().map(|w| w.seconds).fold(0.0, f64::max);
@@ -219,7 +247,18 @@ fn measure(
     } else {
         report.packets_per_second()
     };
-    Ok((rate / 1e6, report.imbalance().packets))
+    let rt = report.runtime();
+    let cpp = |name: &str| rt.row(name).map_or(0.0, |r| r.cycles_per_packet);
+    let nodes = HandoffCycles {
+        worker_handoff: cpp(WORKER_HANDOFF),
+        handoff_tx: cpp(HANDOFF_TX),
+        handoff_input: cpp(HANDOFF_INPUT),
+        moved: report
+            .handoff
+            .as_ref()
+            .map_or(0.0, |h| h.handed_off as f64 / c.input.max(1) as f64),
+    };
+    Ok((rate / 1e6, report.imbalance().packets, nodes))
 }
 
 fn l3_app(routes: usize) -> Res<L3fwd> {
