@@ -575,21 +575,14 @@ impl Node for HandoffInput {
         if got == 0 {
             return;
         }
-        let arena = &self.shared.arena;
-        let mut ok = 0;
-        for i in 0..got {
-            if let Some(&ahead) = self.buf.get(i + 4) {
-                arena.prefetch_mailbox(ahead);
-            }
-            let bi = self.buf[i];
-            // SAFETY: only `handoff-tx` enqueues into these rings, each buffer once, after
-            // `hand_off` returned; the dequeue above (Acquire) ordered that before this, and
-            // this node is the rings' only consumer.
-            if unsafe { arena.take_over(cx.pool_mut(), bi) } {
-                self.buf[ok] = bi;
-                ok += 1;
-            }
-        }
+        // SAFETY: only `handoff-tx` enqueues into these rings, each buffer once, after
+        // `hand_off` returned; the dequeues above (Acquire) ordered that before this, and
+        // this node is the rings' only consumer.
+        let ok = unsafe {
+            self.shared
+                .arena
+                .take_over_bulk(cx.pool_mut(), &mut self.buf[..got])
+        };
         frame.extend_from_slice(&self.buf[..ok]);
         if ok < got {
             cx.drop_unreceived(HandoffInputError::Refused, (got - ok) as u64);

@@ -190,9 +190,12 @@ impl SharedArena {
     /// (counted in the pool's double frees).
     #[inline]
     pub fn hand_off(&self, pool: &mut BufferPool, bi: u32) -> bool {
-        if !self.is_mine(pool) {
-            return false;
-        }
+        self.is_mine(pool) && self.post(pool, bi)
+    }
+
+    /// [`hand_off`](Self::hand_off) for a pool known to lie over this arena.
+    #[inline(always)]
+    fn post(&self, pool: &mut BufferPool, bi: u32) -> bool {
         let Some(meta) = pool.release_meta(bi) else {
             return false;
         };
@@ -221,10 +224,13 @@ impl SharedArena {
     /// frees.
     #[inline]
     pub fn hand_off_bulk(&self, pool: &mut BufferPool, bis: &mut [u32]) -> usize {
+        if !self.is_mine(pool) {
+            return 0;
+        }
         let mut n = 0;
         for i in 0..bis.len() {
             let bi = bis[i];
-            if self.hand_off(pool, bi) {
+            if self.post(pool, bi) {
                 bis[n] = bi;
                 n += 1;
             }
@@ -253,6 +259,45 @@ impl SharedArena {
         // SAFETY: by the caller's contract the buffer was released by its last holder and
         // is handed to this pool alone.
         unsafe { pool.adopt_meta(bi, &meta) }
+    }
+
+    /// [`take_over`](Self::take_over) for every buffer of `bis`, keeping those taken in
+    /// `bis` in order and returning how many. The mailbox lines (written on other cores) and
+    /// the pool's lines of the buffers are prefetched ahead.
+    ///
+    /// # Safety
+    /// As for [`take_over`](Self::take_over), for each of `bis`.
+    // SAFETY: the caller's contract is `take_over`'s for every index; the body checks the
+    // pool once and the indices each.
+    #[inline]
+    pub unsafe fn take_over_bulk(&self, pool: &mut BufferPool, bis: &mut [u32]) -> usize {
+        const AHEAD: usize = 16;
+        if !self.is_mine(pool) {
+            return 0;
+        }
+        for &bi in bis.iter().take(AHEAD) {
+            self.prefetch_mailbox(bi);
+        }
+        let mut n = 0;
+        for i in 0..bis.len() {
+            if let Some(&ahead) = bis.get(i + AHEAD) {
+                self.prefetch_mailbox(ahead);
+            }
+            let bi = bis[i];
+            let Some(m) = self.mailbox.get(bi as usize) else {
+                continue;
+            };
+            // SAFETY: by the caller's contract the sender's write of the mailbox happened
+            // before this read and no one else touches it now.
+            let meta = unsafe { *m.0.get() };
+            // SAFETY: by the caller's contract the buffer was released by its last holder
+            // and is handed to this pool alone.
+            if unsafe { pool.adopt_meta(bi, &meta) } {
+                bis[n] = bi;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Returns buffers that no pool holds (handed off and never taken over: the contents
