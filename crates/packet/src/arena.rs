@@ -394,6 +394,23 @@ mod tests {
     }
 
     #[test]
+    fn bulk_hand_off_and_take_over() {
+        let a = arena(256);
+        let (mut p, mut q) = (a.pool(), a.pool());
+        let mut v: Vec<u32> = (0..40u8).map(|i| p.alloc_with(&[i; 9]).unwrap()).collect();
+        v.push(v[3]); // a second hand-off of one buffer is left out
+        assert_eq!(a.hand_off_bulk(&mut p, &mut v), 40);
+        v.truncate(40);
+        // SAFETY: the 40 buffers were handed off once above and are taken over once.
+        assert_eq!(unsafe { a.take_over_bulk(&mut q, &mut v) }, 40);
+        for (i, &bi) in v.iter().enumerate() {
+            assert_eq!(q.data(bi), &[i as u8; 9]);
+        }
+        assert_eq!((p.in_use(), q.in_use(), p.double_frees()), (0, 40, 1));
+        assert_eq!(q.free_bulk(&v), 40);
+    }
+
+    #[test]
     fn foreign_pools_are_refused() {
         let (a, b) = (arena(8), arena(8));
         let mut other = b.pool();
