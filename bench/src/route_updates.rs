@@ -161,7 +161,7 @@ pub fn run(args: Args) -> Res<()> {
     let sitting = Sitting::begin(
         "route-updates",
         "Route updates under load: a BGP stream replayed into l3fwd's FIB while workers forward",
-        "multicore.md",
+        "live-updates.md",
         &args.common,
     )?;
     let quick = sitting.quick();
