@@ -126,10 +126,19 @@ fn run(workers: usize, per_worker: u64, ring: usize, vector: usize, seed: u64) -
 fn check(r: &Run, workers: usize, per_worker: u64) {
     let c = r.report.conservation();
     assert!(c.is_balanced(), "{c}");
-    assert_eq!(c.input, workers as u64 * per_worker, "each packet counted once");
+    assert_eq!(
+        c.input,
+        workers as u64 * per_worker,
+        "each packet counted once"
+    );
     assert_eq!(c.in_flight, 0, "finite runs end with nothing in flight");
     for w in &r.report.workers {
-        assert!(w.conservation.is_balanced(), "worker {}: {}", w.worker, w.conservation);
+        assert!(
+            w.conservation.is_balanced(),
+            "worker {}: {}",
+            w.worker,
+            w.conservation
+        );
         assert_eq!(w.conservation.buffers_in_use, 0, "worker {}", w.worker);
         assert_eq!(w.received(), per_worker, "worker {}", w.worker);
     }
@@ -137,7 +146,10 @@ fn check(r: &Run, workers: usize, per_worker: u64) {
     assert_eq!(h.in_rings, 0);
     assert_eq!(h.handed_off, h.received);
     let errors = r.report.errors();
-    assert_eq!(errors.count("handoff-tx", "congestion drop"), h.congestion_drops);
+    assert_eq!(
+        errors.count("handoff-tx", "congestion drop"),
+        h.congestion_drops
+    );
     assert_eq!(errors.count("handoff-tx", "owned by this worker"), 0);
     assert_eq!(errors.count("handoff-input", "handoff buffer refused"), 0);
     if workers == 1 {
