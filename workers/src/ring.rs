@@ -180,6 +180,28 @@ impl Producer {
         n
     }
 
+    /// Copies all of `src` into the ring and returns true, or nothing and false if it does not
+    /// fit (DPDK's bulk semantics, `rte_ring_sp_enqueue_bulk`: the caller keeps the indices
+    /// and tries again; nothing is counted as dropped). Never waits.
+    ///
+    /// ```
+    /// let (mut p, _c) = pktvec_workers::ring::ring(4);
+    /// assert!(p.enqueue_bulk(&[1, 2, 3]));
+    /// assert!(!p.enqueue_bulk(&[4, 5])); // one slot left: all or nothing
+    /// assert_eq!(p.stats().dropped, 0);
+    /// ```
+    #[inline]
+    pub fn enqueue_bulk(&mut self, src: &[u32]) -> bool {
+        let cap = self.mask + 1;
+        if cap - self.head.wrapping_sub(self.cached_tail) < src.len() {
+            self.cached_tail = self.shared.tail.load(Ordering::Acquire);
+            if cap - self.head.wrapping_sub(self.cached_tail) < src.len() {
+                return false;
+            }
+        }
+        self.enqueue(src) == src.len()
+    }
+
     /// Copies `src` into the slots from `start` on (`start + src.len() <= capacity`, and the
     /// slots lie in the free region).
     #[inline]
@@ -287,6 +309,29 @@ impl Consumer {
             self.shared.deq_stat.store(self.dequeued, Ordering::Relaxed);
         }
         n
+    }
+
+    /// Fills all of `dst` from the ring and returns true, or takes nothing and returns false
+    /// if fewer indices are in it (DPDK's bulk semantics, `rte_ring_sc_dequeue_bulk`).
+    /// Never waits.
+    ///
+    /// ```
+    /// let (mut p, mut c) = pktvec_workers::ring::ring(8);
+    /// p.enqueue(&[1, 2, 3]);
+    /// let mut out = [0u32; 4];
+    /// assert!(!c.dequeue_bulk(&mut out));
+    /// assert!(c.dequeue_bulk(&mut out[..3]));
+    /// assert_eq!(out[..3], [1, 2, 3]);
+    /// ```
+    #[inline]
+    pub fn dequeue_bulk(&mut self, dst: &mut [u32]) -> bool {
+        if self.cached_head.wrapping_sub(self.tail) < dst.len() {
+            self.cached_head = self.shared.head.load(Ordering::Acquire);
+            if self.cached_head.wrapping_sub(self.tail) < dst.len() {
+                return false;
+            }
+        }
+        self.dequeue(dst) == dst.len()
     }
 
     /// Copies the slots from `start` on into `dst` (`start + dst.len() <= capacity`, and the

@@ -188,3 +188,40 @@ proptest! {
         }
     }
 }
+
+/// DPDK's bulk semantics across two threads: whole chunks or nothing, in order, none lost
+/// or counted as dropped.
+#[test]
+fn bulk_chunks_cross_threads_whole_and_in_order() {
+    let (mut p, mut c) = ring(64);
+    const CHUNK: usize = 24; // not a divisor of the capacity: chunks wrap around
+    const CHUNKS: u32 = 20_000;
+    let producer = std::thread::spawn(move || {
+        let mut next = 0u32;
+        while next < CHUNKS * CHUNK as u32 {
+            let chunk: Vec<u32> = (next..next + CHUNK as u32).collect();
+            if p.enqueue_bulk(&chunk) {
+                next += CHUNK as u32;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        p.stats()
+    });
+    let mut buf = [0u32; CHUNK];
+    let mut want = 0u32;
+    while want < CHUNKS * CHUNK as u32 {
+        if c.dequeue_bulk(&mut buf) {
+            for &v in &buf {
+                assert_eq!(v, want);
+                want += 1;
+            }
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    let s = producer.join().unwrap();
+    assert_eq!(s.dropped, 0);
+    assert_eq!(s.enqueued, u64::from(CHUNKS) * CHUNK as u64);
+    assert!(s.high_water <= 64);
+}
