@@ -141,6 +141,11 @@ fn check(r: &Run, workers: usize, per_worker: u64) {
         );
         assert_eq!(w.conservation.buffers_in_use, 0, "worker {}", w.worker);
         assert_eq!(w.received(), per_worker, "worker {}", w.worker);
+        assert_eq!(
+            w.double_frees, 0,
+            "worker {}: no buffer freed twice",
+            w.worker
+        );
     }
     let h = r.report.handoff.as_ref().expect("handoff stats");
     assert_eq!(h.in_rings, 0);

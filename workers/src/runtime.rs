@@ -289,6 +289,11 @@ pub struct WorkerReport {
     pub handed_out: u64,
     /// Its [`Turn`]'s summary (empty without one).
     pub turn: String,
+    /// Its pool's allocation requests that got fewer buffers than asked (exhaustion of its
+    /// pool, or of the shared arena behind it).
+    pub alloc_failures: u64,
+    /// Its pool's refused frees (a buffer freed twice, or an index out of range).
+    pub double_frees: u64,
 }
 
 impl WorkerReport {
@@ -470,6 +475,13 @@ impl fmt::Display for WorkersReport {
             writeln!(f, "{}", w.runtime)?;
             if !w.turn.is_empty() {
                 writeln!(f, "{}", w.turn)?;
+            }
+            if w.alloc_failures + w.double_frees > 0 {
+                writeln!(
+                    f,
+                    "buffers: {} allocations short, {} refused frees",
+                    w.alloc_failures, w.double_frees
+                )?;
             }
         }
         if self.workers.len() > 1 {
@@ -733,6 +745,8 @@ where
         handed_in: 0,
         handed_out: 0,
         turn: driver.map_or_else(String::new, |d| d.summary()),
+        alloc_failures: graph.pool().alloc_failures(),
+        double_frees: graph.pool().double_frees(),
     })
 }
 
