@@ -33,7 +33,9 @@ use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
 use pktvec::lookup::routes::{self, Route4, SplitMix64};
-use pktvec::lookup::updates::{self, Update4, UpdateStream};
+use pktvec::lookup::updates::{self, Update, UpdateStream};
+
+type Update4 = Update<Ipv4Addr>;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig, IP4_LOOKUP, IP4_REWRITE};
 use pktvec::nodes::lookup::Ip4LookupNext;
 use pktvec::packet::{BufferPool, PoolConfig};
@@ -170,12 +172,12 @@ pub fn run(args: Args) -> Res<()> {
     let base = routes::load_ipv4_file(&table_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", table_path.display()))?;
     let upd_path = args.routes_dir.join(&args.updates);
-    let stream = updates::load_ipv4_file(&upd_path)
+    let stream = updates::load_file(&upd_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", upd_path.display()))?;
     let n_replay = args
         .max_updates
         .unwrap_or(if quick { 3000 } else { usize::MAX })
-        .min(stream.updates.len());
+        .min(stream.ipv4.len());
     println!(
         "base table {} ({} routes); stream {}: {} messages, {} IPv4 updates ({} announcements), \
          {} IPv6 and {} other skipped; {n_replay} replayed per phase at {} updates/s",
@@ -183,9 +185,9 @@ pub fn run(args: Args) -> Res<()> {
         base.len(),
         args.updates,
         stream.messages,
-        stream.updates.len(),
-        stream.announcements(),
-        stream.skipped_ipv6,
+        stream.ipv4.len(),
+        stream.announcements4(),
+        stream.ipv6.len(),
         stream.skipped_other,
         args.rate
     );
@@ -197,7 +199,7 @@ pub fn run(args: Args) -> Res<()> {
         .collect();
     prefix.push((0, 0));
     let first_announcement = prefix.len() as u32;
-    prefix.extend(stream.updates.iter().filter_map(|u| match *u {
+    prefix.extend(stream.ipv4.iter().filter_map(|u| match *u {
         Update4::Announce { addr, len } => Some((u32::from(addr), len)),
         Update4::Withdraw { .. } => None,
     }));
@@ -221,7 +223,7 @@ pub fn run(args: Args) -> Res<()> {
     });
     let fib = Arc::new(Lpm4::from_routes(Lpm4Config::default(), &fib_routes)?);
     // traffic: half to prefixes the stream changes, half to the base table's
-    let mut changed: Vec<(Ipv4Addr, u8)> = stream.updates.iter().map(Update4::prefix).collect();
+    let mut changed: Vec<(Ipv4Addr, u8)> = stream.ipv4.iter().map(Update4::prefix).collect();
     changed.sort_unstable();
     changed.dedup();
     let mut rng = SplitMix64::new(0x6b9);
@@ -336,8 +338,8 @@ pub fn run(args: Args) -> Res<()> {
         headline,
         json!({
             "table": args.table, "base_routes": base.len(), "updates_file": args.updates,
-            "messages": stream.messages, "ipv4_updates": stream.updates.len(),
-            "skipped_ipv6": stream.skipped_ipv6, "skipped_other": stream.skipped_other,
+            "messages": stream.messages, "ipv4_updates": stream.ipv4.len(),
+            "skipped_ipv6": stream.ipv6.len(), "skipped_other": stream.skipped_other,
             "replayed_per_phase": n_replay, "rate": args.rate, "phase_secs": phase,
             "workers": args.workers, "rounds": rounds,
             "quiet_mpps": quiet, "during_mpps": during, "ratio": d / q,
@@ -375,7 +377,7 @@ fn forward(
             let fib = app.fib4();
             let start = Instant::now();
             let mut next_id = first_id(ids, stream);
-            for (i, u) in stream.updates.iter().take(count).enumerate() {
+            for (i, u) in stream.ipv4.iter().take(count).enumerate() {
                 apply(fib, ids, u, &mut next_id);
                 n += 1;
                 if i % 32 == 31 {
@@ -393,7 +395,7 @@ fn forward(
 
 /// The id of the stream's first announcement.
 fn first_id(ids: &Ids, stream: &UpdateStream) -> u32 {
-    (ids.prefix.len() - stream.announcements()) as u32
+    (ids.prefix.len() - stream.announcements4()) as u32
 }
 
 /// Applies one update; announcements take the next id (issued before the route is
@@ -423,7 +425,7 @@ fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64
     };
     let mut next_id = first;
     let start = Instant::now();
-    for u in &stream.updates {
+    for u in &stream.ipv4 {
         let t = clock::now();
         apply(fib, &ids_dummy, u, &mut next_id);
         let c = clock::now().wrapping_sub(t);
@@ -436,7 +438,7 @@ fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64
     (
         add as f64 / n_add.max(1) as f64,
         del as f64 / n_del.max(1) as f64,
-        stream.updates.len() as f64 / secs,
+        stream.ipv4.len() as f64 / secs,
     )
 }
 

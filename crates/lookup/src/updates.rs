@@ -7,67 +7,74 @@
 //! ```
 //!
 //! Field 3 is the message type (`A` announce, `W` withdraw, `STATE` a session change), field
-//! 6 the prefix. [`parse_ipv4`] keeps the IPv4 announcements and withdrawals in order and
-//! counts what it skipped (IPv6 prefixes, state messages, malformed lines); the announcing
-//! peer and path are not kept: a replay installs each announced prefix and removes each
-//! withdrawn one, as one peer's FIB would.
+//! 6 the prefix. [`parse`] keeps the IPv4 and the IPv6 announcements and withdrawals, each
+//! family in stream order, and counts what it skipped (state messages, malformed lines);
+//! the announcing peer and path are not kept: a replay installs each announced prefix and
+//! removes each withdrawn one, as one peer's FIB would.
 //!
 //! ```
-//! use pktvec_lookup::updates::{parse_ipv4, Update4};
-//! use std::net::Ipv4Addr;
+//! use pktvec_lookup::updates::{parse, Update};
+//! use std::net::{Ipv4Addr, Ipv6Addr};
 //! let text = "BGP4MP|1|A|10.0.0.1|65001|192.0.2.0/24|65001 65002|IGP|10.0.0.1|0|0||NAG||\n\
 //!             BGP4MP|2|W|10.0.0.1|65001|192.0.2.0/24\n\
 //!             BGP4MP|3|A|2001:db8::1|65001|2001:db8::/32|65001|IGP|2001:db8::1|0|0||NAG||\n";
-//! let s = parse_ipv4(text);
-//! assert_eq!(s.updates, vec![
-//!     Update4::Announce { addr: Ipv4Addr::new(192, 0, 2, 0), len: 24 },
-//!     Update4::Withdraw { addr: Ipv4Addr::new(192, 0, 2, 0), len: 24 },
+//! let s = parse(text);
+//! assert_eq!(s.ipv4, vec![
+//!     Update::Announce { addr: Ipv4Addr::new(192, 0, 2, 0), len: 24 },
+//!     Update::Withdraw { addr: Ipv4Addr::new(192, 0, 2, 0), len: 24 },
 //! ]);
-//! assert_eq!((s.messages, s.skipped_ipv6), (3, 1));
+//! let net: Ipv6Addr = "2001:db8::".parse().unwrap();
+//! assert_eq!(s.ipv6, vec![Update::Announce { addr: net, len: 32 }]);
+//! assert_eq!(s.messages, 3);
 //! ```
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use crate::routes::{read_text_file, RouteError};
 
-/// One IPv4 route change.
+/// One route change for addresses of type `A` (`Ipv4Addr` or `Ipv6Addr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Update4 {
+pub enum Update<A> {
     /// Install (or replace) the prefix.
     Announce {
         /// The prefix's address (host bits cleared).
-        addr: Ipv4Addr,
+        addr: A,
         /// Its length.
         len: u8,
     },
     /// Remove the prefix.
     Withdraw {
         /// The prefix's address (host bits cleared).
-        addr: Ipv4Addr,
+        addr: A,
         /// Its length.
         len: u8,
     },
 }
 
-impl Update4 {
+impl<A: Copy> Update<A> {
     /// The prefix the update is about.
-    pub fn prefix(&self) -> (Ipv4Addr, u8) {
+    pub fn prefix(&self) -> (A, u8) {
         match *self {
-            Update4::Announce { addr, len } | Update4::Withdraw { addr, len } => (addr, len),
+            Update::Announce { addr, len } | Update::Withdraw { addr, len } => (addr, len),
         }
+    }
+
+    /// Whether it announces.
+    pub fn is_announce(&self) -> bool {
+        matches!(self, Update::Announce { .. })
     }
 }
 
-/// An update stream's IPv4 changes and what was left out.
+/// An update stream's route changes, per family, and what was left out.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UpdateStream {
     /// IPv4 announcements and withdrawals, in stream order.
-    pub updates: Vec<Update4>,
+    pub ipv4: Vec<Update<Ipv4Addr>>,
+    /// IPv6 announcements and withdrawals, in stream order.
+    pub ipv6: Vec<Update<Ipv6Addr>>,
     /// Lines read (messages).
     pub messages: usize,
-    /// IPv6 announcements and withdrawals.
-    pub skipped_ipv6: usize,
     /// Session state changes and other message types.
     pub skipped_other: usize,
     /// Lines that are not a well-formed message.
@@ -75,12 +82,14 @@ pub struct UpdateStream {
 }
 
 impl UpdateStream {
-    /// Announcements in the stream.
-    pub fn announcements(&self) -> usize {
-        self.updates
-            .iter()
-            .filter(|u| matches!(u, Update4::Announce { .. }))
-            .count()
+    /// IPv4 announcements in the stream.
+    pub fn announcements4(&self) -> usize {
+        self.ipv4.iter().filter(|u| u.is_announce()).count()
+    }
+
+    /// IPv6 announcements in the stream.
+    pub fn announcements6(&self) -> usize {
+        self.ipv6.iter().filter(|u| u.is_announce()).count()
     }
 }
 
@@ -92,9 +101,17 @@ fn prefix4(text: &str) -> Option<(Ipv4Addr, u8)> {
     Some((Ipv4Addr::from(u32::from(addr) & mask), len))
 }
 
-/// The IPv4 updates of a `bgpdump -m` text (see the [module docs](self)). Never fails:
+fn prefix6(text: &str) -> Option<(Ipv6Addr, u8)> {
+    let (a, l) = text.split_once('/')?;
+    let addr: Ipv6Addr = a.parse().ok()?;
+    let len: u8 = l.parse().ok().filter(|&l| l <= 128)?;
+    let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+    Some((Ipv6Addr::from(u128::from(addr) & mask), len))
+}
+
+/// The route changes of a `bgpdump -m` text (see the [module docs](self)). Never fails:
 /// what it cannot use is counted.
-pub fn parse_ipv4(text: &str) -> UpdateStream {
+pub fn parse(text: &str) -> UpdateStream {
     let mut s = UpdateStream::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         s.messages += 1;
@@ -103,36 +120,49 @@ pub fn parse_ipv4(text: &str) -> UpdateStream {
             s.malformed += 1;
             continue;
         };
-        if *kind != "A" && *kind != "W" {
-            s.skipped_other += 1;
-            continue;
-        }
-        if prefix.contains(':') {
-            s.skipped_ipv6 += 1;
-            continue;
-        }
-        let Some((addr, len)) = prefix4(prefix) else {
-            s.malformed += 1;
-            continue;
+        let announce = match *kind {
+            "A" => true,
+            "W" => false,
+            _ => {
+                s.skipped_other += 1;
+                continue;
+            }
         };
-        s.updates.push(if *kind == "A" {
-            Update4::Announce { addr, len }
+        let make = |addr, len| {
+            if announce {
+                Update::Announce { addr, len }
+            } else {
+                Update::Withdraw { addr, len }
+            }
+        };
+        if prefix.contains(':') {
+            match prefix6(prefix) {
+                Some((a, l)) => s.ipv6.push(if announce {
+                    Update::Announce { addr: a, len: l }
+                } else {
+                    Update::Withdraw { addr: a, len: l }
+                }),
+                None => s.malformed += 1,
+            }
         } else {
-            Update4::Withdraw { addr, len }
-        });
+            match prefix4(prefix) {
+                Some((a, l)) => s.ipv4.push(make(a, l)),
+                None => s.malformed += 1,
+            }
+        }
     }
     s
 }
 
-/// [`parse_ipv4`] over a file (plain text or `.xz`).
+/// [`parse`] over a file (plain text or `.xz`).
 ///
 /// ```no_run
-/// let s = pktvec_lookup::updates::load_ipv4_file("ripe-ris-updates.txt.xz")?;
-/// println!("{} IPv4 updates", s.updates.len());
+/// let s = pktvec_lookup::updates::load_file("ripe-ris-updates.txt.xz")?;
+/// println!("{} IPv4 and {} IPv6 updates", s.ipv4.len(), s.ipv6.len());
 /// # Ok::<(), pktvec_lookup::routes::RouteError>(())
 /// ```
-pub fn load_ipv4_file(path: impl AsRef<Path>) -> Result<UpdateStream, RouteError> {
-    Ok(parse_ipv4(&read_text_file(path)?))
+pub fn load_file(path: impl AsRef<Path>) -> Result<UpdateStream, RouteError> {
+    Ok(parse(&read_text_file(path)?))
 }
 
 #[cfg(test)]
@@ -141,7 +171,7 @@ mod tests {
 
     #[test]
     fn malformed_and_other_lines_are_counted() {
-        let s = parse_ipv4(
+        let s = parse(
             "BGP4MP|1|STATE|10.0.0.1|65001|3|6\n\
              garbage\n\
              BGP4MP|1|A|10.0.0.1|65001|300.0.0.0/8|x\n\
@@ -152,8 +182,8 @@ mod tests {
         assert_eq!(s.skipped_other, 1);
         assert_eq!(s.malformed, 3);
         assert_eq!(
-            s.updates,
-            vec![Update4::Announce {
+            s.ipv4,
+            vec![Update::Announce {
                 addr: Ipv4Addr::new(10, 1, 0, 0),
                 len: 16
             }]
@@ -170,10 +200,11 @@ mod tests {
             eprintln!("skipped: {path} not found");
             return;
         }
-        let s = load_ipv4_file(path).unwrap();
+        let s = load_file(path).unwrap();
         assert_eq!(s.messages, 41_234);
         assert_eq!(s.malformed, 0);
-        assert_eq!(s.updates.len() + s.skipped_ipv6 + s.skipped_other, 41_234);
-        assert_eq!(s.announcements(), 32_710);
+        assert_eq!(s.ipv4.len() + s.ipv6.len() + s.skipped_other, 41_234);
+        assert_eq!(s.announcements4(), 32_710);
+        assert_eq!((s.ipv4.len(), s.ipv6.len()), (34_326, 6_886));
     }
 }
