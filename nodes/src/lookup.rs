@@ -9,7 +9,12 @@
 //! table lines for `b` packets, then look them up).
 //!
 //! The IPv4 FIB is shared as `Arc<Lpm4>`: routes can be added and deleted from another
-//! thread while workers look up. The IPv6 FIB is read-only while shared.
+//! thread while workers look up. The IPv6 FIB is shared as `Arc<`[`SharedLpm6`]`>` (two
+//! copies under left-right publication, see [`pktvec_lookup::ipv6::shared`]): each
+//! `ip6-lookup` node has its own reader and enters it once per frame (three atomic
+//! operations per frame, none per packet), then prefetches and looks up on a plain
+//! `&Lpm6`; the control plane adds and deletes routes meanwhile, and a frame sees the FIB of
+//! one publish, whole.
 //!
 //! ```
 //! use pktvec_lookup::ipv4::{Lpm4, Lpm4Config};
@@ -24,7 +29,7 @@
 
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Next, Node, Verdict};
 use pktvec_lookup::ipv4::{Lpm4, MISS};
-use pktvec_lookup::ipv6::Lpm6;
+use pktvec_lookup::ipv6::{Lpm6, Lpm6Reader, SharedLpm6};
 use pktvec_packet::Packet;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -167,14 +172,32 @@ node_errors! {
 }
 
 /// The `ip6-lookup` node.
+///
+/// ```
+/// use pktvec_lookup::ipv6::{Lpm6, SharedLpm6};
+/// use pktvec_nodes::lookup::Ip6Lookup;
+/// use std::sync::Arc;
+/// let fib = Arc::new(SharedLpm6::new(Lpm6::new()));
+/// let node = Ip6Lookup::new(fib.clone()); // its own reader
+/// fib.add(0x2001_0db8u128 << 96, 32, 1)?; // seen from the node's next frame on
+/// assert_eq!(node.reader().enter().lookup(0x2001_0db8u128 << 96 | 7), Some(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Ip6Lookup {
-    fib: Arc<Lpm6>,
+    reader: Lpm6Reader,
 }
 
 impl Ip6Lookup {
-    /// A lookup node over a shared (read-only) FIB.
-    pub fn new(fib: Arc<Lpm6>) -> Self {
-        Ip6Lookup { fib }
+    /// A lookup node over a shared FIB, with its own reader (made here; making a reader
+    /// may wait for a publish in progress, so create nodes at setup).
+    pub fn new(fib: Arc<SharedLpm6>) -> Self {
+        Ip6Lookup {
+            reader: fib.reader(),
+        }
+    }
+    /// The node's reader of the FIB.
+    pub fn reader(&self) -> &Lpm6Reader {
+        &self.reader
     }
 }
 
@@ -189,7 +212,9 @@ impl Node for Ip6Lookup {
     type Error = Ip6LookupError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let fib = &*self.fib;
+        // One guard for the frame: every prefetch and lookup below reads the same copy.
+        let guard = self.reader.enter();
+        let fib: &Lpm6 = &guard;
         cx.process_sub_batches(
             frame,
             |p| {
@@ -219,7 +244,7 @@ impl Node for Ip6Lookup {
                     out,
                     "fib lookup {}: {:?}",
                     std::net::Ipv6Addr::from(d),
-                    self.fib.lookup(d)
+                    self.reader.enter().lookup(d)
                 );
             }
             None => out.push_str("truncated"),

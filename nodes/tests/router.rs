@@ -9,7 +9,7 @@ use pktvec_graph::{
 use pktvec_io::generator::{FlowKind, Generator, GeneratorNext, GeneratorSource, MalformedKind};
 use pktvec_io::profile::TrafficProfile;
 use pktvec_lookup::ipv4::{Lpm4, Lpm4Config};
-use pktvec_lookup::ipv6::Lpm6;
+use pktvec_lookup::ipv6::{Lpm6, SharedLpm6};
 use pktvec_nodes::arp::ArpInput;
 use pktvec_nodes::ethernet::{EthernetInput, EthernetNext};
 use pktvec_nodes::ip4::{Adjacency, Ip4Input, Ip4Rewrite};
@@ -272,8 +272,10 @@ fn run_with(seed: u64, vector_size: usize, fibs: Option<&Fibs>) {
                     .map(|r| (r.addr, r.len, r.next_hop % ADJ as u32)),
             )
             .unwrap();
-            b.add("ip4-lookup", Ip4Lookup::new(Arc::new(fib4)))
-                .add("ip6-lookup", Ip6Lookup::new(Arc::new(fib6)));
+            b.add("ip4-lookup", Ip4Lookup::new(Arc::new(fib4))).add(
+                "ip6-lookup",
+                Ip6Lookup::new(Arc::new(SharedLpm6::new(fib6))),
+            );
         }
     }
     let stub4 = |a: u32| Some((a & 0xff) as usize % ADJ);

@@ -54,7 +54,7 @@ use crate::lookup::{Ip4Lookup, Ip4LookupNext, Ip6Lookup, Ip6LookupNext};
 use crate::output::{InterfaceOutput, OutputNext};
 use pktvec_graph::GraphBuilder;
 use pktvec_lookup::ipv4::{Lpm4, Lpm4Config};
-use pktvec_lookup::ipv6::Lpm6;
+use pktvec_lookup::ipv6::{Lpm6, SharedLpm6};
 use pktvec_lookup::routes::{self, Route4, Route6};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -192,7 +192,7 @@ pub struct L3fwd {
     routes4: Vec<Route4>,
     routes6: Vec<Route6>,
     fib4: Arc<Lpm4>,
-    fib6: Arc<Lpm6>,
+    fib6: Arc<SharedLpm6>,
 }
 
 /// The nodes [`L3fwd::add_to`] added and its main arcs.
@@ -247,9 +247,9 @@ impl L3fwd {
         routes4.iter_mut().for_each(|r| r.next_hop %= ports);
         routes6.iter_mut().for_each(|r| r.next_hop %= ports);
         let fib4 = Arc::new(Lpm4::from_routes(Lpm4Config::default(), &routes4)?);
-        let fib6 = Arc::new(Lpm6::from_routes(
+        let fib6 = Arc::new(SharedLpm6::new(Lpm6::from_routes(
             routes6.iter().map(|r| (r.addr, r.len, r.next_hop)),
-        )?);
+        )?));
         Ok(L3fwd {
             cfg,
             routes4,
@@ -263,7 +263,7 @@ impl L3fwd {
     /// workers forward; its next hops select adjacencies as they are, so keep them below
     /// `ports` or put a node of yours between `ip4-lookup` and `ip4-rewrite` that maps
     /// them). `prefixes` are what [`routes4`](Self::routes4) reports (traffic generators aim
-    /// at them); the IPv6 FIB is empty.
+    /// at them); the IPv6 FIB is empty (add routes through [`fib6`](Self::fib6)).
     ///
     /// ```
     /// use pktvec_lookup::ipv4::Lpm4;
@@ -282,7 +282,7 @@ impl L3fwd {
         fib4: Arc<Lpm4>,
         prefixes: Vec<Route4>,
     ) -> Result<Self, AppError> {
-        let fib6 = Arc::new(Lpm6::new());
+        let fib6 = Arc::new(SharedLpm6::new(Lpm6::new()));
         Ok(L3fwd {
             cfg,
             routes4: prefixes,
@@ -317,8 +317,18 @@ impl L3fwd {
         &self.fib4
     }
 
-    /// The IPv6 FIB.
-    pub fn fib6(&self) -> &Arc<Lpm6> {
+    /// The IPv6 FIB (shared: routes can change while the graph runs; each graph's
+    /// `ip6-lookup` has its own reader). Its next hops select adjacencies as they are:
+    /// keep those added here below `ports`.
+    ///
+    /// ```
+    /// use pktvec_nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+    /// let app = L3fwd::with_routes(L3fwdConfig::default(), vec![], vec![])?;
+    /// app.fib6().add(0x2001_0db8u128 << 96, 32, 1)?; // seen by every graph built from `app`
+    /// assert_eq!(app.fib6().lookup(0x2001_0db8u128 << 96 | 1), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fib6(&self) -> &Arc<SharedLpm6> {
         &self.fib6
     }
 
