@@ -1,14 +1,16 @@
-//! `route-updates`: a BGP update stream replayed into l3fwd's IPv4 FIB while workers forward.
+//! `route-updates`: a BGP update stream replayed into l3fwd's FIBs while workers forward.
 //!
-//! The FIB is one `Arc<Lpm4>` all workers' `ip4-lookup` nodes read; this thread (the control
-//! plane) applies the stream's announcements (`Lpm4::add`) and withdrawals (`Lpm4::delete`)
-//! at a fixed pace while they forward. Every route carries its own next-hop id: the base
-//! table's routes 0..n, a default route, and each announcement of the stream the next id, so
-//! a node spliced between `ip4-lookup` and `ip4-rewrite` (`fib-check`) can check every
-//! packet's answer: the id must have been installed already, and for a prefix that covers
-//! the packet's destination (else it is dropped as "next hop never installed for its
-//! prefix"); then it maps the id to the adjacency. Half of the traffic goes to prefixes the
-//! stream changes, half to the base table's.
+//! The FIBs are one `Arc<Lpm4>` and one `Arc<SharedLpm6>` all workers' lookup nodes read;
+//! this thread (the control plane) applies the stream's IPv4 and IPv6 announcements and
+//! withdrawals, in the stream's proportions, at a fixed pace while they forward (IPv4 one
+//! by one, `Lpm4::add`/`delete`; IPv6 in batches of the pacing step, `SharedLpm6::apply`).
+//! Every route carries its own next-hop id: the base table's routes 0..n, a default route,
+//! and each announcement of the stream the next id, so a node spliced between each lookup
+//! and its rewrite (`fib-check`, `fib-check6`) can check every packet's answer: the id must
+//! have been installed already, and for a prefix that covers the packet's destination (else
+//! it is dropped as "next hop never installed for its prefix"); then it maps the id to the
+//! adjacency. Half of each family's traffic goes to prefixes the stream changes, half to
+//! the base table's; the frames are half IPv4, half IPv6.
 //!
 //! Rounds alternate a quiet phase and a replay phase of the same length; the headline is the
 //! forwarding rate during updates over the rate without (target ≥ 95%), with no packet lost
@@ -21,7 +23,7 @@
 //! cargo run --release -p pktvec-bench -- route-updates
 //! ```
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -32,12 +34,16 @@ use pktvec::graph::{clock, next_nodes, node_errors, Context, Frame, Graph, Graph
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
-use pktvec::lookup::routes::{self, Route4, SplitMix64};
+use pktvec::lookup::ipv6::{Lpm6, Lpm6Op, SharedLpm6};
+use pktvec::lookup::routes::{self, Route4, Route6, SplitMix64};
 use pktvec::lookup::updates::{self, Update, UpdateStream};
 
 type Update4 = Update<Ipv4Addr>;
-use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig, IP4_LOOKUP, IP4_REWRITE};
-use pktvec::nodes::lookup::Ip4LookupNext;
+type Update6 = Update<Ipv6Addr>;
+use pktvec::nodes::apps::l3fwd::{
+    L3fwd, L3fwdConfig, IP4_LOOKUP, IP4_REWRITE, IP6_LOOKUP, IP6_REWRITE,
+};
+use pktvec::nodes::lookup::{Ip4LookupNext, Ip6LookupNext};
 use pktvec::packet::{BufferPool, PoolConfig};
 use pktvec_workers::runtime::{Workers, WorkersConfig, WorkersReport};
 use serde_json::json;
@@ -58,6 +64,9 @@ pub struct Args {
     /// The base table (a file in --routes-dir)
     #[arg(long, default_value = "tier1-fulltable-ipv4.txt.xz")]
     table: String,
+    /// The IPv6 base table (a file in --routes-dir)
+    #[arg(long, default_value = "tier1-fulltable-ipv6.txt.xz")]
+    table6: String,
     /// The update stream (`bgpdump -m` text, a file in --routes-dir)
     #[arg(long, default_value = "ripe-ris-updates-20160811.1600.bgpdump.txt.xz")]
     updates: String,
@@ -70,7 +79,7 @@ pub struct Args {
     /// Rounds of (quiet, replay) [default: 3; --quick: 1]
     #[arg(long)]
     rounds: Option<usize>,
-    /// Updates replayed per phase [default: the whole stream; --quick: 3000]
+    /// Updates replayed per phase, both families [default: the whole stream; --quick: 3000]
     #[arg(long)]
     max_updates: Option<usize>,
     /// Measure pktvec only, without dpdk-test's lpm_perf_autotest (also left out with
@@ -155,6 +164,72 @@ impl Node for FibCheck {
     }
 }
 
+/// [`Ids`] for IPv6.
+struct Ids6 {
+    prefix: Vec<(u128, u8)>,
+    issued: AtomicU32,
+}
+
+fn mask6(len: u8) -> u128 {
+    u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
+}
+
+impl Ids6 {
+    #[inline]
+    fn valid(&self, id: u32, dst: u128, issued: u32) -> bool {
+        id < issued
+            && self
+                .prefix
+                .get(id as usize)
+                .is_some_and(|&(net, len)| dst & mask6(len) == net)
+    }
+}
+
+next_nodes! {
+    /// The arc of `fib-check6`.
+    pub enum FibCheck6Next {
+        /// Answers that check out, their id mapped to the adjacency.
+        Rewrite = "ip6-rewrite",
+    }
+}
+
+/// [`FibCheck`] for IPv6 (between `ip6-lookup` and `ip6-rewrite`).
+struct FibCheck6 {
+    ids: Arc<Ids6>,
+    ports: u32,
+}
+
+impl Node for FibCheck6 {
+    type Next = FibCheck6Next;
+    type Error = FibCheckError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let issued = self.ids.issued.load(Ordering::Acquire);
+        let (ids, ports) = (&*self.ids, self.ports);
+        cx.process_packets(frame, |p| {
+            let Some(dst) = p
+                .as_packet()
+                .bytes_at::<16>(24)
+                .map(|d| u128::from_be_bytes(*d))
+            else {
+                return pktvec::graph::Verdict::Drop(FibCheckError::Truncated);
+            };
+            let m = p.meta_mut();
+            if ids.valid(m.opaque, dst, issued) {
+                m.opaque %= ports;
+                pktvec::graph::Verdict::Next(FibCheck6Next::Rewrite)
+            } else {
+                pktvec::graph::Verdict::Drop(FibCheckError::Wrong)
+            }
+        });
+    }
+}
+
+/// Half IPv4, half IPv6, 78-byte frames (the IPv6 minimum with UDP), 98% inside a prefix.
+const PROFILE: &str =
+    "[mix]\nipv4 = 0.5\nipv6 = 0.5\n[flows]\ncount = 65536\n[sizes]\nfixed = 78\n\
+                       [destinations]\nipv4_hit_rate = 0.98\nipv6_hit_rate = 0.98\n";
+
 /// Runs the measurement.
 pub fn run(args: Args) -> Res<()> {
     if args.workers == 0 || args.rate <= 0.0 {
@@ -174,20 +249,28 @@ pub fn run(args: Args) -> Res<()> {
     let upd_path = args.routes_dir.join(&args.updates);
     let stream = updates::load_file(&upd_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", upd_path.display()))?;
+    let table6_path = args.routes_dir.join(&args.table6);
+    let base6 = routes::load_ipv6_file(&table6_path)
+        .map_err(|e| format!("{}: {e} (see --routes-dir)", table6_path.display()))?;
+    let total = stream.ipv4.len() + stream.ipv6.len();
     let n_replay = args
         .max_updates
         .unwrap_or(if quick { 3000 } else { usize::MAX })
-        .min(stream.ipv4.len());
+        .min(total);
     println!(
-        "base table {} ({} routes); stream {}: {} messages, {} IPv4 updates ({} announcements), \
-         {} IPv6 and {} other skipped; {n_replay} replayed per phase at {} updates/s",
+        "base tables {} ({} routes) and {} ({} routes); stream {}: {} messages, {} IPv4 updates \
+         ({} announcements), {} IPv6 updates ({} announcements), {} other skipped; \
+         {n_replay} replayed per phase at {} updates/s",
         args.table,
         base.len(),
+        args.table6,
+        base6.len(),
         args.updates,
         stream.messages,
         stream.ipv4.len(),
         stream.announcements4(),
         stream.ipv6.len(),
+        stream.announcements6(),
         stream.skipped_other,
         args.rate
     );
@@ -236,11 +319,51 @@ pub fn run(args: Args) -> Res<()> {
         })
         .collect();
     targets.extend((0..changed.len()).map(|_| base[rng.below(base.len() as u64) as usize]));
+    // the same for IPv6
+    let mut prefix6: Vec<(u128, u8)> = base6
+        .iter()
+        .map(|r| (u128::from(r.addr) & mask6(r.len), r.len))
+        .collect();
+    prefix6.push((0, 0));
+    let first6 = prefix6.len() as u32;
+    prefix6.extend(stream.ipv6.iter().filter_map(|u| match *u {
+        Update6::Announce { addr, len } => Some((u128::from(addr), len)),
+        Update6::Withdraw { .. } => None,
+    }));
+    let ids6 = Arc::new(Ids6 {
+        prefix: prefix6,
+        issued: AtomicU32::new(first6),
+    });
+    let routes6 = base6
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (u128::from(r.addr), r.len, i as u32))
+        .chain([(0u128, 0u8, first6 - 1)]);
+    let fib6 = Arc::new(SharedLpm6::new(Lpm6::from_routes(routes6)?));
+    let mut changed6: Vec<(Ipv6Addr, u8)> = stream.ipv6.iter().map(Update6::prefix).collect();
+    changed6.sort_unstable();
+    changed6.dedup();
+    let mut targets6: Vec<Route6> = changed6
+        .iter()
+        .map(|&(addr, len)| Route6 {
+            addr,
+            len,
+            next_hop: 0,
+        })
+        .collect();
+    targets6.extend((0..changed6.len()).map(|_| base6[rng.below(base6.len() as u64) as usize]));
     let cfg = L3fwdConfig::default();
-    let app = Arc::new(L3fwd::with_fib4(cfg, fib.clone(), targets)?);
+    let app = Arc::new(L3fwd::with_fibs(
+        cfg,
+        (fib.clone(), targets),
+        (fib6.clone(), targets6),
+    ));
+    let ids = (ids, ids6);
     println!(
-        "{} prefixes changed by the stream; traffic to them and as many base prefixes",
-        changed.len()
+        "{} IPv4 and {} IPv6 prefixes changed by the stream; traffic to them and as many base \
+         prefixes",
+        changed.len(),
+        changed6.len()
     );
 
     let phase = n_replay as f64 / args.rate;
@@ -260,9 +383,9 @@ pub fn run(args: Args) -> Res<()> {
                 replay.then_some((&stream, n_replay)),
             )?;
             let c = report.conservation();
-            let w = report
-                .errors()
-                .count("fib-check", "next hop never installed for its prefix");
+            let errors = report.errors();
+            let w = errors.count("fib-check", "next hop never installed for its prefix")
+                + errors.count("fib-check6", "next hop never installed for its prefix");
             let balanced = c.is_balanced() && c.buffers_in_use == 0;
             lost += c.dropped + u64::from(!balanced);
             wrong += w;
@@ -299,8 +422,13 @@ pub fn run(args: Args) -> Res<()> {
     // the control plane alone: the whole stream as fast as it goes
     let (add_cycles, del_cycles, per_sec) = control_cost(&fib, &stream, first_announcement);
     println!(
-        "updates alone: announce {add_cycles:.0} cycles, withdraw {del_cycles:.0} cycles, \
+        "IPv4 updates alone: announce {add_cycles:.0} cycles, withdraw {del_cycles:.0} cycles, \
          {per_sec:.0} updates/s"
+    );
+    let (add6, del6, per_sec6) = control_cost6(&fib6, &stream, first6);
+    println!(
+        "IPv6 updates alone (each published on its own, applied to both copies): announce \
+         {add6:.0} cycles, withdraw {del6:.0} cycles, {per_sec6:.0} updates/s"
     );
     let mut headline = vec![Headline::rate(
         &format!("{} workers forwarding during updates", args.workers),
@@ -339,12 +467,15 @@ pub fn run(args: Args) -> Res<()> {
         json!({
             "table": args.table, "base_routes": base.len(), "updates_file": args.updates,
             "messages": stream.messages, "ipv4_updates": stream.ipv4.len(),
-            "skipped_ipv6": stream.ipv6.len(), "skipped_other": stream.skipped_other,
+            "skipped_other": stream.skipped_other,
             "replayed_per_phase": n_replay, "rate": args.rate, "phase_secs": phase,
             "workers": args.workers, "rounds": rounds,
             "quiet_mpps": quiet, "during_mpps": during, "ratio": d / q,
             "lost": lost, "wrong": wrong, "updates_applied": applied,
             "announce_cycles": add_cycles, "withdraw_cycles": del_cycles,
+            "ipv6_announce_cycles": add6, "ipv6_withdraw_cycles": del6,
+            "ipv6_updates_per_sec_alone": per_sec6, "table6": args.table6,
+            "base6_routes": base6.len(), "ipv6_updates": stream.ipv6.len(),
             "updates_per_sec_alone": per_sec,
             "rte_lpm_add_cycles": dpdk.map(|x| x.0), "rte_lpm_delete_cycles": dpdk.map(|x| x.1),
             "runs": runs,
@@ -356,12 +487,13 @@ pub fn run(args: Args) -> Res<()> {
     Ok(())
 }
 
-/// One phase: the workers forward for `secs`, or while `replay` is applied at `--rate`.
-/// Returns the report and the updates applied.
+/// One phase: the workers forward for `secs`, or while `replay` is applied at `--rate`
+/// (the first `count` updates of both families, merged in their proportions). Returns the
+/// report and the updates applied.
 fn forward(
     args: &Args,
     app: &Arc<L3fwd>,
-    ids: &Arc<Ids>,
+    ids: &(Arc<Ids>, Arc<Ids6>),
     secs: f64,
     replay: Option<(&UpdateStream, usize)>,
 ) -> Res<(WorkersReport, usize)> {
@@ -374,19 +506,33 @@ fn forward(
     match replay {
         None => std::thread::sleep(Duration::from_secs_f64(secs)),
         Some((stream, count)) => {
-            let fib = app.fib4();
+            let (fib, fib6) = (app.fib4(), app.fib6());
             let start = Instant::now();
-            let mut next_id = first_id(ids, stream);
-            for (i, u) in stream.ipv4.iter().take(count).enumerate() {
-                apply(fib, ids, u, &mut next_id);
+            let mut next_id = first_id(&ids.0, stream);
+            let mut next6 = first_id6(&ids.1, stream);
+            let (n4, n6) = (stream.ipv4.len(), stream.ipv6.len());
+            let total = n4 + n6;
+            let (mut i4, mut i6) = (0, 0);
+            let mut batch6 = Vec::with_capacity(64);
+            for k in 0..count.min(total) {
+                // IPv6 takes its share of the steps (Bresenham), IPv4 the others
+                if i6 < n6 && ((k + 1) * n6 / total > i6 || i4 >= n4) {
+                    batch6.push(op6(&ids.1, &stream.ipv6[i6], &mut next6));
+                    i6 += 1;
+                } else {
+                    apply(fib, &ids.0, &stream.ipv4[i4], &mut next_id);
+                    i4 += 1;
+                }
                 n += 1;
-                if i % 32 == 31 {
-                    let due = Duration::from_secs_f64((i + 1) as f64 / args.rate);
+                if k % 32 == 31 {
+                    publish6(fib6, &mut batch6);
+                    let due = Duration::from_secs_f64((k + 1) as f64 / args.rate);
                     if let Some(wait) = due.checked_sub(start.elapsed()) {
                         std::thread::sleep(wait);
                     }
                 }
             }
+            publish6(fib6, &mut batch6);
         }
     }
     running.stop();
@@ -396,6 +542,39 @@ fn forward(
 /// The id of the stream's first announcement.
 fn first_id(ids: &Ids, stream: &UpdateStream) -> u32 {
     (ids.prefix.len() - stream.announcements4()) as u32
+}
+
+/// The id of the stream's first IPv6 announcement.
+fn first_id6(ids: &Ids6, stream: &UpdateStream) -> u32 {
+    (ids.prefix.len() - stream.announcements6()) as u32
+}
+
+/// One IPv6 update as a FIB change; an announcement takes the next id, issued now (before
+/// the batch is published).
+fn op6(ids: &Ids6, u: &Update6, next_id: &mut u32) -> Lpm6Op {
+    match *u {
+        Update6::Announce { addr, len } => {
+            ids.issued.fetch_max(*next_id + 1, Ordering::Release);
+            *next_id += 1;
+            Lpm6Op::Add {
+                addr: u128::from(addr),
+                len,
+                next_hop: *next_id - 1,
+            }
+        }
+        Update6::Withdraw { addr, len } => Lpm6Op::Delete {
+            addr: u128::from(addr),
+            len,
+        },
+    }
+}
+
+/// Publishes the pending IPv6 changes at once.
+fn publish6(fib6: &SharedLpm6, batch: &mut Vec<Lpm6Op>) {
+    if !batch.is_empty() {
+        // a withdrawal of a prefix not in the table is no error; nothing else can fail here
+        let _ = fib6.apply(batch.drain(..));
+    }
 }
 
 /// Applies one update; announcements take the next id (issued before the route is
@@ -442,6 +621,34 @@ fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64
     )
 }
 
+/// [`control_cost`] for IPv6, each update published on its own.
+fn control_cost6(fib6: &SharedLpm6, stream: &UpdateStream, first: u32) -> (f64, f64, f64) {
+    let (mut add, mut del, mut n_add, mut n_del) = (0u64, 0u64, 0u64, 0u64);
+    let ids = Ids6 {
+        prefix: Vec::new(),
+        issued: AtomicU32::new(0),
+    };
+    let mut next_id = first;
+    let mut one = Vec::with_capacity(1);
+    let start = Instant::now();
+    for u in &stream.ipv6 {
+        let t = clock::now();
+        one.push(op6(&ids, u, &mut next_id));
+        publish6(fib6, &mut one);
+        let c = clock::now().wrapping_sub(t);
+        match u {
+            Update6::Announce { .. } => (add, n_add) = (add + c, n_add + 1),
+            Update6::Withdraw { .. } => (del, n_del) = (del + c, n_del + 1),
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    (
+        add as f64 / n_add.max(1) as f64,
+        del as f64 / n_del.max(1) as f64,
+        stream.ipv6.len() as f64 / secs.max(1e-9),
+    )
+}
+
 /// `lpm_perf_autotest`'s average add and delete cycles.
 fn lpm_perf() -> Res<(f64, f64)> {
     let out = crate::dpdk_test::run("lpm_perf_autotest", 512, "0")?;
@@ -463,26 +670,37 @@ fn lpm_perf() -> Res<(f64, f64)> {
 
 /// One worker's graph: generated traffic → l3fwd with `fib-check` between lookup and
 /// rewrite → null sink.
-fn build(app: &L3fwd, ids: &Arc<Ids>, worker: usize) -> Res<Graph> {
-    let mut profile = TrafficProfile::from_toml(graphs::L3_IPV4)?;
+fn build(app: &L3fwd, ids: &(Arc<Ids>, Arc<Ids6>), worker: usize) -> Res<Graph> {
+    let mut profile = TrafficProfile::from_toml(PROFILE)?;
     profile.seed = 0x5eed + worker as u64;
     let gen = Generator::builder(profile)
         .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
+        .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
         .build()?;
     let mut b = GraphBuilder::new(graphs::config());
     b.add("input", GeneratorSource::new(gen).pregenerate(4096))
         .set_next("input", GeneratorNext::Out, app.entry());
     let nodes = app.add_to(&mut b);
     b.add(nodes.output_to_tx.to.as_str(), NullSink);
+    let ports = u32::from(app.ports());
     b.add(
         "fib-check",
         FibCheck {
-            ids: ids.clone(),
-            ports: u32::from(app.ports()),
+            ids: ids.0.clone(),
+            ports,
         },
     )
     .set_next(IP4_LOOKUP, Ip4LookupNext::Rewrite, "fib-check")
-    .set_next("fib-check", FibCheckNext::Rewrite, IP4_REWRITE);
+    .set_next("fib-check", FibCheckNext::Rewrite, IP4_REWRITE)
+    .add(
+        "fib-check6",
+        FibCheck6 {
+            ids: ids.1.clone(),
+            ports,
+        },
+    )
+    .set_next(IP6_LOOKUP, Ip6LookupNext::Rewrite, "fib-check6")
+    .set_next("fib-check6", FibCheck6Next::Rewrite, IP6_REWRITE);
     Ok(b.build(BufferPool::new(PoolConfig {
         buffers: BUFFERS,
         ..PoolConfig::default()

@@ -283,13 +283,37 @@ impl L3fwd {
         prefixes: Vec<Route4>,
     ) -> Result<Self, AppError> {
         let fib6 = Arc::new(SharedLpm6::new(Lpm6::new()));
-        Ok(L3fwd {
+        Ok(Self::with_fibs(cfg, (fib4, prefixes), (fib6, Vec::new())))
+    }
+
+    /// A router over an IPv4 and an IPv6 FIB built elsewhere, each with the prefixes
+    /// [`routes4`](Self::routes4) and [`routes6`](Self::routes6) report (see
+    /// [`with_fib4`](Self::with_fib4)).
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::Lpm4;
+    /// use pktvec_lookup::ipv6::{Lpm6, SharedLpm6};
+    /// use pktvec_nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
+    /// use std::sync::Arc;
+    /// let fib4 = Arc::new(Lpm4::new(Default::default()));
+    /// let fib6 = Arc::new(SharedLpm6::new(Lpm6::new()));
+    /// let app = L3fwd::with_fibs(L3fwdConfig::default(), (fib4, vec![]), (fib6.clone(), vec![]));
+    /// fib6.add("2001:db8::".parse::<std::net::Ipv6Addr>()?, 32, 1)?; // seen by every graph
+    /// assert_eq!(app.fib6().lookup("2001:db8::1".parse::<std::net::Ipv6Addr>()?), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_fibs(
+        cfg: L3fwdConfig,
+        (fib4, prefixes4): (Arc<Lpm4>, Vec<Route4>),
+        (fib6, prefixes6): (Arc<SharedLpm6>, Vec<Route6>),
+    ) -> Self {
+        L3fwd {
             cfg,
-            routes4: prefixes,
-            routes6: Vec::new(),
+            routes4: prefixes4,
+            routes6: prefixes6,
             fib4,
             fib6,
-        })
+        }
     }
 
     /// The configuration.
