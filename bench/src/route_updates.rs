@@ -12,9 +12,10 @@
 //! adjacency. Half of each family's traffic goes to prefixes the stream changes, half to
 //! the base table's; the frames are half IPv4, half IPv6.
 //!
-//! Rounds alternate a quiet phase and a replay phase of the same length; the headline is the
-//! forwarding rate during updates over the rate without (target ≥ 95%), with no packet lost
-//! (every packet sent or counted) and no wrong answer. The control thread's update cost
+//! Each round runs a quiet phase, a replay of the stream's IPv4 updates alone and a replay of
+//! the whole stream; the headline is the forwarding rate during each replay over the rate
+//! without (target ≥ 95%), with no packet lost (every packet sent or counted) and no wrong
+//! answer. The control thread's update cost
 //! (the whole stream applied as fast as it goes, with no workers) is set next to `rte_lpm`'s
 //! add and delete costs from `lpm_perf_autotest` (`dpdk-test`), whose table and routes are
 //! its own.
@@ -369,18 +370,21 @@ pub fn run(args: Args) -> Res<()> {
     let phase = n_replay as f64 / args.rate;
     let mut quiet = Vec::new();
     let mut during = Vec::new();
+    let mut during4 = Vec::new();
     let mut runs = Vec::new();
     let mut wrong = 0u64;
     let mut lost = 0u64;
     let mut applied = 0u64;
+    // each round: quiet, the IPv4 part of the stream alone, the whole stream
     for round in 0..rounds {
-        for replay in [false, true] {
+        for phase_kind in [Phase::Quiet, Phase::Ipv4, Phase::Both] {
+            let replay = phase_kind != Phase::Quiet;
             let (report, n) = forward(
                 &args,
                 &app,
                 &ids,
                 phase,
-                replay.then_some((&stream, n_replay)),
+                replay.then_some((&stream, n_replay, phase_kind == Phase::Both)),
             )?;
             let c = report.conservation();
             let errors = report.errors();
@@ -394,7 +398,7 @@ pub fn run(args: Args) -> Res<()> {
             println!(
                 "round {round} {:<7} {mpps:>7.2} Mpps, {} packets, {} dropped, {w} wrong answers, \
                  {n} updates applied, {}",
-                if replay { "replay" } else { "quiet" },
+                phase_kind.name(),
                 c.input,
                 c.dropped,
                 if balanced { "balanced" } else { "NOT BALANCED" }
@@ -402,21 +406,23 @@ pub fn run(args: Args) -> Res<()> {
             if c.dropped > 0 {
                 println!("{}", report.errors());
             }
-            if replay {
-                during.push(mpps);
-            } else {
-                quiet.push(mpps);
+            match phase_kind {
+                Phase::Quiet => quiet.push(mpps),
+                Phase::Ipv4 => during4.push(mpps),
+                Phase::Both => during.push(mpps),
             }
             runs.push(json!({
-                "round": round, "replay": replay, "mpps": mpps, "packets": c.input,
+                "round": round, "phase": phase_kind.name(), "mpps": mpps, "packets": c.input,
                 "dropped": c.dropped, "wrong": w, "updates": n, "balanced": balanced,
             }));
         }
     }
-    let (q, d) = (median(&quiet), median(&during));
+    let (q, d, d4) = (median(&quiet), median(&during), median(&during4));
     println!(
-        "rate during updates {d:.2} Mpps against {q:.2} without: {:.1}%; {lost} lost, {wrong} wrong",
-        100.0 * d / q
+        "rate during the whole stream {d:.2} Mpps, during its IPv4 part {d4:.2}, against {q:.2} \
+         without: {:.1}% and {:.1}%; {lost} lost, {wrong} wrong",
+        100.0 * d / q,
+        100.0 * d4 / q
     );
 
     // the control plane alone: the whole stream as fast as it goes
@@ -430,14 +436,30 @@ pub fn run(args: Args) -> Res<()> {
         "IPv6 updates alone (each published on its own, applied to both copies): announce \
          {add6:.0} cycles, withdraw {del6:.0} cycles, {per_sec6:.0} updates/s"
     );
-    let mut headline = vec![Headline::rate(
-        &format!("{} workers forwarding during updates", args.workers),
-        "Mpps",
-        d,
-        "the same workers without updates",
-        q,
-    )
-    .target(0.95)];
+    let mut headline = vec![
+        Headline::rate(
+            &format!(
+                "{} workers forwarding during IPv4 + IPv6 updates",
+                args.workers
+            ),
+            "Mpps",
+            d,
+            "the same workers without updates",
+            q,
+        )
+        .target(0.95),
+        Headline::rate(
+            &format!(
+                "{} workers forwarding during the IPv4 updates",
+                args.workers
+            ),
+            "Mpps",
+            d4,
+            "the same workers without updates",
+            q,
+        )
+        .target(0.95),
+    ];
     // lpm_perf_autotest takes minutes (rte_lpm's rule search is linear in its 1M routes)
     let dpdk = if args.no_dpdk || quick {
         println!("(rte_lpm add/delete from lpm_perf_autotest: not with --quick or --no-dpdk)");
@@ -471,6 +493,7 @@ pub fn run(args: Args) -> Res<()> {
             "replayed_per_phase": n_replay, "rate": args.rate, "phase_secs": phase,
             "workers": args.workers, "rounds": rounds,
             "quiet_mpps": quiet, "during_mpps": during, "ratio": d / q,
+            "during_ipv4_only_mpps": during4, "ratio_ipv4_only": d4 / q,
             "lost": lost, "wrong": wrong, "updates_applied": applied,
             "announce_cycles": add_cycles, "withdraw_cycles": del_cycles,
             "ipv6_announce_cycles": add6, "ipv6_withdraw_cycles": del6,
@@ -487,15 +510,36 @@ pub fn run(args: Args) -> Res<()> {
     Ok(())
 }
 
+/// What the control thread does during a phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Phase {
+    /// Nothing.
+    Quiet,
+    /// The stream's IPv4 updates.
+    Ipv4,
+    /// The whole stream.
+    Both,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Quiet => "quiet",
+            Phase::Ipv4 => "ipv4",
+            Phase::Both => "ipv4+6",
+        }
+    }
+}
+
 /// One phase: the workers forward for `secs`, or while `replay` is applied at `--rate`
-/// (the first `count` updates of both families, merged in their proportions). Returns the
-/// report and the updates applied.
+/// (the first `count` updates, of both families merged in their proportions if the flag
+/// says so, else of IPv4 only). Returns the report and the updates applied.
 fn forward(
     args: &Args,
     app: &Arc<L3fwd>,
     ids: &(Arc<Ids>, Arc<Ids6>),
     secs: f64,
-    replay: Option<(&UpdateStream, usize)>,
+    replay: Option<(&UpdateStream, usize, bool)>,
 ) -> Res<(WorkersReport, usize)> {
     let (app2, ids2) = (app.clone(), ids.clone());
     let running = Workers::spawn(WorkersConfig::new(args.workers), move |w| {
@@ -505,12 +549,12 @@ fn forward(
     let mut n = 0;
     match replay {
         None => std::thread::sleep(Duration::from_secs_f64(secs)),
-        Some((stream, count)) => {
+        Some((stream, count, with6)) => {
             let (fib, fib6) = (app.fib4(), app.fib6());
             let start = Instant::now();
             let mut next_id = first_id(&ids.0, stream);
             let mut next6 = first_id6(&ids.1, stream);
-            let (n4, n6) = (stream.ipv4.len(), stream.ipv6.len());
+            let (n4, n6) = (stream.ipv4.len(), if with6 { stream.ipv6.len() } else { 0 });
             let total = n4 + n6;
             let (mut i4, mut i6) = (0, 0);
             let mut batch6 = Vec::with_capacity(64);
