@@ -431,10 +431,11 @@ pub fn run(args: Args) -> Res<()> {
         "IPv4 updates alone: announce {add_cycles:.0} cycles, withdraw {del_cycles:.0} cycles, \
          {per_sec:.0} updates/s"
     );
-    let (add6, del6, per_sec6) = control_cost6(&fib6, &stream, first6);
+    let (add6, del6, per_sec6, [p50, p99]) = control_cost6(&fib6, &stream, first6);
     println!(
         "IPv6 updates alone (each published on its own, applied to both copies): announce \
-         {add6:.0} cycles, withdraw {del6:.0} cycles, {per_sec6:.0} updates/s"
+         {add6:.0} cycles, withdraw {del6:.0} cycles (one change: median {p50:.0}, 99th \
+         percentile {p99:.0}), {per_sec6:.0} updates/s"
     );
     let mut headline = vec![
         Headline::rate(
@@ -497,6 +498,7 @@ pub fn run(args: Args) -> Res<()> {
             "lost": lost, "wrong": wrong, "updates_applied": applied,
             "announce_cycles": add_cycles, "withdraw_cycles": del_cycles,
             "ipv6_announce_cycles": add6, "ipv6_withdraw_cycles": del6,
+            "ipv6_change_cycles_p50": p50, "ipv6_change_cycles_p99": p99,
             "ipv6_updates_per_sec_alone": per_sec6, "table6": args.table6,
             "base6_routes": base6.len(), "ipv6_updates": stream.ipv6.len(),
             "updates_per_sec_alone": per_sec,
@@ -665,8 +667,13 @@ fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64
     )
 }
 
-/// [`control_cost`] for IPv6, each update published on its own.
-fn control_cost6(fib6: &SharedLpm6, stream: &UpdateStream, first: u32) -> (f64, f64, f64) {
+/// [`control_cost`] for IPv6, each update published on its own; also the median and 99th
+/// percentile of one change's cycles.
+fn control_cost6(
+    fib6: &SharedLpm6,
+    stream: &UpdateStream,
+    first: u32,
+) -> (f64, f64, f64, [f64; 2]) {
     let (mut add, mut del, mut n_add, mut n_del) = (0u64, 0u64, 0u64, 0u64);
     let ids = Ids6 {
         prefix: Vec::new(),
@@ -674,12 +681,14 @@ fn control_cost6(fib6: &SharedLpm6, stream: &UpdateStream, first: u32) -> (f64, 
     };
     let mut next_id = first;
     let mut one = Vec::with_capacity(1);
+    let mut each = Vec::with_capacity(stream.ipv6.len());
     let start = Instant::now();
     for u in &stream.ipv6 {
         let t = clock::now();
         one.push(op6(&ids, u, &mut next_id));
         publish6(fib6, &mut one);
         let c = clock::now().wrapping_sub(t);
+        each.push(c);
         match u {
             Update6::Announce { .. } => (add, n_add) = (add + c, n_add + 1),
             Update6::Withdraw { .. } => (del, n_del) = (del + c, n_del + 1),
@@ -690,7 +699,18 @@ fn control_cost6(fib6: &SharedLpm6, stream: &UpdateStream, first: u32) -> (f64, 
         add as f64 / n_add.max(1) as f64,
         del as f64 / n_del.max(1) as f64,
         stream.ipv6.len() as f64 / secs.max(1e-9),
+        percentiles(&mut each),
     )
+}
+
+/// The median and the 99th percentile of `v` (sorted in place).
+fn percentiles(v: &mut [u64]) -> [f64; 2] {
+    v.sort_unstable();
+    let at = |q: f64| v.get(((v.len() as f64 * q) as usize).min(v.len().saturating_sub(1)));
+    [
+        at(0.5).map_or(f64::NAN, |&c| c as f64),
+        at(0.99).map_or(f64::NAN, |&c| c as f64),
+    ]
 }
 
 /// `lpm_perf_autotest`'s average add and delete cycles.
