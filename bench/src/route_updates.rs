@@ -31,13 +31,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pktvec::graph::builtin::NullSink;
-use pktvec::graph::{clock, next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, Node};
+use pktvec::graph::{
+    clock, next_nodes, node_errors, Context, Frame, Graph, GraphBuilder, Node, Verdict,
+};
 use pktvec::io::generator::{Generator, GeneratorNext, GeneratorSource};
 use pktvec::io::profile::TrafficProfile;
 use pktvec::lookup::ipv4::{Lpm4, Lpm4Config};
 use pktvec::lookup::ipv6::{Lpm6, Lpm6Op, SharedLpm6};
 use pktvec::lookup::routes::{self, Route4, Route6, SplitMix64};
 use pktvec::lookup::updates::{self, Update, UpdateStream};
+use pktvec::packet::Packet;
 
 type Update4 = Update<Ipv4Addr>;
 type Update6 = Update<Ipv6Addr>;
@@ -89,32 +92,71 @@ pub struct Args {
     no_dpdk: bool,
 }
 
-/// Next-hop ids and what they were installed for.
-struct Ids {
+/// A destination address as `fib-check` compares it with a prefix.
+trait Addr: Copy + Eq + Default + Send + Sync + 'static {
+    /// The destination of a packet that starts at its IP header.
+    fn dst(p: &Packet<'_>) -> Option<Self>;
+    /// The address with the bits beyond `len` cleared.
+    fn masked(self, len: u8) -> Self;
+}
+
+impl Addr for u32 {
+    fn dst(p: &Packet<'_>) -> Option<u32> {
+        p.bytes_at::<4>(16).map(|d| u32::from_be_bytes(*d))
+    }
+    fn masked(self, len: u8) -> u32 {
+        self & u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
+    }
+}
+
+impl Addr for u128 {
+    fn dst(p: &Packet<'_>) -> Option<u128> {
+        p.bytes_at::<16>(24).map(|d| u128::from_be_bytes(*d))
+    }
+    fn masked(self, len: u8) -> u128 {
+        self & u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
+    }
+}
+
+/// Next-hop ids and what they were installed for, for addresses `A` (`u32` IPv4, `u128`
+/// IPv6).
+struct Ids<A> {
     /// `prefix[id]`: (network, length) the id's route is for.
-    prefix: Vec<(u32, u8)>,
-    /// Ids `< issued` have been handed to the FIB (set before the `add`).
+    prefix: Vec<(A, u8)>,
+    /// Ids `< issued` have been handed to the FIB (set before the change is made).
     issued: AtomicU32,
 }
 
-fn mask(len: u8) -> u32 {
-    u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
-}
+impl<A: Addr> Ids<A> {
+    /// Ids for `prefix` of which the first `issued` are installed.
+    fn new(prefix: Vec<(A, u8)>, issued: u32) -> Self {
+        Ids {
+            prefix,
+            issued: AtomicU32::new(issued),
+        }
+    }
 
-impl Ids {
     /// Whether `id` was installed, for a prefix covering `dst`.
     #[inline]
-    fn valid(&self, id: u32, dst: u32, issued: u32) -> bool {
+    fn valid(&self, id: u32, dst: A, issued: u32) -> bool {
         id < issued
             && self
                 .prefix
                 .get(id as usize)
-                .is_some_and(|&(net, len)| dst & mask(len) == net)
+                .is_some_and(|&(net, len)| dst.masked(len) == net)
+    }
+
+    /// Issues the next id (before the route carrying it is installed, so that a lookup that
+    /// answers it finds it issued).
+    fn issue(&self, next_id: &mut u32) -> u32 {
+        self.issued.fetch_max(*next_id + 1, Ordering::Release);
+        *next_id += 1;
+        *next_id - 1
     }
 }
 
 next_nodes! {
-    /// The arc of `fib-check`.
+    /// The arc of `fib-check` (set to the family's rewrite node).
     pub enum FibCheckNext {
         /// Answers that check out, their id mapped to the adjacency.
         Rewrite = "ip4-rewrite",
@@ -127,18 +169,18 @@ node_errors! {
         /// The answer is an id not installed yet, or installed for a prefix that does not
         /// cover the destination.
         Wrong = "next hop never installed for its prefix",
-        /// No IPv4 destination to check.
-        Truncated = "truncated ipv4 header",
+        /// No destination to check.
+        Truncated = "truncated ip header",
     }
 }
 
-/// Checks `ip4-lookup`'s answer for every packet (see the module docs).
-struct FibCheck {
-    ids: Arc<Ids>,
+/// Checks the lookup's answer for every packet (see the module docs).
+struct FibCheck<A> {
+    ids: Arc<Ids<A>>,
     ports: u32,
 }
 
-impl Node for FibCheck {
+impl<A: Addr> Node for FibCheck<A> {
     type Next = FibCheckNext;
     type Error = FibCheckError;
 
@@ -147,80 +189,15 @@ impl Node for FibCheck {
         let issued = self.ids.issued.load(Ordering::Acquire);
         let (ids, ports) = (&*self.ids, self.ports);
         cx.process_packets(frame, |p| {
-            let Some(dst) = p
-                .as_packet()
-                .bytes_at::<4>(16)
-                .map(|d| u32::from_be_bytes(*d))
-            else {
-                return pktvec::graph::Verdict::Drop(FibCheckError::Truncated);
+            let Some(dst) = A::dst(&p.as_packet()) else {
+                return Verdict::Drop(FibCheckError::Truncated);
             };
             let m = p.meta_mut();
             if ids.valid(m.opaque, dst, issued) {
                 m.opaque %= ports;
-                pktvec::graph::Verdict::Next(FibCheckNext::Rewrite)
+                Verdict::Next(FibCheckNext::Rewrite)
             } else {
-                pktvec::graph::Verdict::Drop(FibCheckError::Wrong)
-            }
-        });
-    }
-}
-
-/// [`Ids`] for IPv6.
-struct Ids6 {
-    prefix: Vec<(u128, u8)>,
-    issued: AtomicU32,
-}
-
-fn mask6(len: u8) -> u128 {
-    u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
-}
-
-impl Ids6 {
-    #[inline]
-    fn valid(&self, id: u32, dst: u128, issued: u32) -> bool {
-        id < issued
-            && self
-                .prefix
-                .get(id as usize)
-                .is_some_and(|&(net, len)| dst & mask6(len) == net)
-    }
-}
-
-next_nodes! {
-    /// The arc of `fib-check6`.
-    pub enum FibCheck6Next {
-        /// Answers that check out, their id mapped to the adjacency.
-        Rewrite = "ip6-rewrite",
-    }
-}
-
-/// [`FibCheck`] for IPv6 (between `ip6-lookup` and `ip6-rewrite`).
-struct FibCheck6 {
-    ids: Arc<Ids6>,
-    ports: u32,
-}
-
-impl Node for FibCheck6 {
-    type Next = FibCheck6Next;
-    type Error = FibCheckError;
-
-    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        let issued = self.ids.issued.load(Ordering::Acquire);
-        let (ids, ports) = (&*self.ids, self.ports);
-        cx.process_packets(frame, |p| {
-            let Some(dst) = p
-                .as_packet()
-                .bytes_at::<16>(24)
-                .map(|d| u128::from_be_bytes(*d))
-            else {
-                return pktvec::graph::Verdict::Drop(FibCheckError::Truncated);
-            };
-            let m = p.meta_mut();
-            if ids.valid(m.opaque, dst, issued) {
-                m.opaque %= ports;
-                pktvec::graph::Verdict::Next(FibCheck6Next::Rewrite)
-            } else {
-                pktvec::graph::Verdict::Drop(FibCheckError::Wrong)
+                Verdict::Drop(FibCheckError::Wrong)
             }
         });
     }
@@ -276,21 +253,12 @@ pub fn run(args: Args) -> Res<()> {
         args.rate
     );
 
-    // ids: base routes, the default route, then one per announcement
-    let mut prefix: Vec<(u32, u8)> = base
-        .iter()
-        .map(|r| (u32::from(r.addr) & mask(r.len), r.len))
-        .collect();
-    prefix.push((0, 0));
-    let first_announcement = prefix.len() as u32;
-    prefix.extend(stream.ipv4.iter().filter_map(|u| match *u {
-        Update4::Announce { addr, len } => Some((u32::from(addr), len)),
-        Update4::Withdraw { .. } => None,
-    }));
-    let ids = Arc::new(Ids {
-        prefix,
-        issued: AtomicU32::new(first_announcement),
-    });
+    let (ids, first_announcement) = ids_for(
+        base.iter().map(|r| (u32::from(r.addr), r.len)),
+        &stream.ipv4,
+        u32::from,
+    );
+    let ids = Arc::new(ids);
     let mut fib_routes: Vec<Route4> = base
         .iter()
         .enumerate()
@@ -321,20 +289,12 @@ pub fn run(args: Args) -> Res<()> {
         .collect();
     targets.extend((0..changed.len()).map(|_| base[rng.below(base.len() as u64) as usize]));
     // the same for IPv6
-    let mut prefix6: Vec<(u128, u8)> = base6
-        .iter()
-        .map(|r| (u128::from(r.addr) & mask6(r.len), r.len))
-        .collect();
-    prefix6.push((0, 0));
-    let first6 = prefix6.len() as u32;
-    prefix6.extend(stream.ipv6.iter().filter_map(|u| match *u {
-        Update6::Announce { addr, len } => Some((u128::from(addr), len)),
-        Update6::Withdraw { .. } => None,
-    }));
-    let ids6 = Arc::new(Ids6 {
-        prefix: prefix6,
-        issued: AtomicU32::new(first6),
-    });
+    let (ids6, first6) = ids_for(
+        base6.iter().map(|r| (u128::from(r.addr), r.len)),
+        &stream.ipv6,
+        u128::from,
+    );
+    let ids6 = Arc::new(ids6);
     let routes6 = base6
         .iter()
         .enumerate()
@@ -426,12 +386,22 @@ pub fn run(args: Args) -> Res<()> {
     );
 
     // the control plane alone: the whole stream as fast as it goes
-    let (add_cycles, del_cycles, per_sec) = control_cost(&fib, &stream, first_announcement);
+    let free = Ids::new(Vec::new(), 0); // ids issued where no packet reads them
+    let mut next_id = first_announcement;
+    let cost4 = time_updates(&stream.ipv4, |u| apply(&fib, &free, u, &mut next_id));
+    let (add_cycles, del_cycles, per_sec) = (cost4.announce, cost4.withdraw, cost4.per_sec);
     println!(
         "IPv4 updates alone: announce {add_cycles:.0} cycles, withdraw {del_cycles:.0} cycles, \
          {per_sec:.0} updates/s"
     );
-    let (add6, del6, per_sec6, [p50, p99]) = control_cost6(&fib6, &stream, first6);
+    let (free6, mut next6, mut one) = (Ids::new(Vec::new(), 0), first6, Vec::with_capacity(1));
+    let cost6 = time_updates(&stream.ipv6, |u| {
+        // each change published on its own
+        one.push(op6(&free6, u, &mut next6));
+        publish6(&fib6, &mut one);
+    });
+    let (add6, del6, per_sec6) = (cost6.announce, cost6.withdraw, cost6.per_sec);
+    let (p50, p99) = (cost6.p50, cost6.p99);
     println!(
         "IPv6 updates alone (each published on its own, applied to both copies): announce \
          {add6:.0} cycles, withdraw {del6:.0} cycles (one change: median {p50:.0}, 99th \
@@ -539,7 +509,7 @@ impl Phase {
 fn forward(
     args: &Args,
     app: &Arc<L3fwd>,
-    ids: &(Arc<Ids>, Arc<Ids6>),
+    ids: &(Arc<Ids<u32>>, Arc<Ids<u128>>),
     secs: f64,
     replay: Option<(&UpdateStream, usize, bool)>,
 ) -> Res<(WorkersReport, usize)> {
@@ -554,8 +524,8 @@ fn forward(
         Some((stream, count, with6)) => {
             let (fib, fib6) = (app.fib4(), app.fib6());
             let start = Instant::now();
-            let mut next_id = first_id(&ids.0, stream);
-            let mut next6 = first_id6(&ids.1, stream);
+            let mut next_id = first_id(&ids.0, stream.announcements4());
+            let mut next6 = first_id(&ids.1, stream.announcements6());
             let (n4, n6) = (stream.ipv4.len(), if with6 { stream.ipv6.len() } else { 0 });
             let total = n4 + n6;
             let (mut i4, mut i6) = (0, 0);
@@ -585,29 +555,37 @@ fn forward(
     Ok((running.join()?, n))
 }
 
-/// The id of the stream's first announcement.
-fn first_id(ids: &Ids, stream: &UpdateStream) -> u32 {
-    (ids.prefix.len() - stream.announcements4()) as u32
+/// The ids of a family: the base table's routes `0..n`, the default route `n`, then one
+/// per announcement of `updates`; and the first announcement's id.
+fn ids_for<A: Addr, T: Copy>(
+    base: impl Iterator<Item = (A, u8)>,
+    updates: &[Update<T>],
+    addr: impl Fn(T) -> A,
+) -> (Ids<A>, u32) {
+    let mut prefix: Vec<(A, u8)> = base.map(|(a, len)| (a.masked(len), len)).collect();
+    prefix.push((A::default(), 0)); // the default route
+    let first = prefix.len() as u32;
+    prefix.extend(updates.iter().filter_map(|u| match *u {
+        Update::Announce { addr: a, len } => Some((addr(a), len)),
+        Update::Withdraw { .. } => None,
+    }));
+    (Ids::new(prefix, first), first)
 }
 
-/// The id of the stream's first IPv6 announcement.
-fn first_id6(ids: &Ids6, stream: &UpdateStream) -> u32 {
-    (ids.prefix.len() - stream.announcements6()) as u32
+/// The id of the stream's first announcement of a family whose ids are `ids`.
+fn first_id<A: Addr>(ids: &Ids<A>, announcements: usize) -> u32 {
+    (ids.prefix.len() - announcements) as u32
 }
 
 /// One IPv6 update as a FIB change; an announcement takes the next id, issued now (before
 /// the batch is published).
-fn op6(ids: &Ids6, u: &Update6, next_id: &mut u32) -> Lpm6Op {
+fn op6(ids: &Ids<u128>, u: &Update6, next_id: &mut u32) -> Lpm6Op {
     match *u {
-        Update6::Announce { addr, len } => {
-            ids.issued.fetch_max(*next_id + 1, Ordering::Release);
-            *next_id += 1;
-            Lpm6Op::Add {
-                addr: u128::from(addr),
-                len,
-                next_hop: *next_id - 1,
-            }
-        }
+        Update6::Announce { addr, len } => Lpm6Op::Add {
+            addr: u128::from(addr),
+            len,
+            next_hop: ids.issue(next_id),
+        },
         Update6::Withdraw { addr, len } => Lpm6Op::Delete {
             addr: u128::from(addr),
             len,
@@ -626,13 +604,11 @@ fn publish6(fib6: &SharedLpm6, batch: &mut Vec<Lpm6Op>) {
 /// Applies one update; announcements take the next id (issued before the route is
 /// added, so a lookup that answers it finds it issued).
 #[inline]
-fn apply(fib: &Lpm4, ids: &Ids, u: &Update4, next_id: &mut u32) {
+fn apply(fib: &Lpm4, ids: &Ids<u32>, u: &Update4, next_id: &mut u32) {
     match *u {
         Update4::Announce { addr, len } => {
-            ids.issued.fetch_max(*next_id + 1, Ordering::Release);
             // a full group table would be an error of the setup, not of a packet
-            let _ = fib.add(addr, len, *next_id);
-            *next_id += 1;
+            let _ = fib.add(addr, len, ids.issue(next_id));
         }
         Update4::Withdraw { addr, len } => {
             let _ = fib.delete(addr, len);
@@ -640,67 +616,42 @@ fn apply(fib: &Lpm4, ids: &Ids, u: &Update4, next_id: &mut u32) {
     }
 }
 
-/// The stream applied once more with no workers: TSC cycles per announcement and per
-/// withdrawal, and updates per second.
-fn control_cost(fib: &Lpm4, stream: &UpdateStream, first: u32) -> (f64, f64, f64) {
+/// The updates applied once more with no workers, each by `apply`: TSC cycles per
+/// announcement and per withdrawal, updates per second, and the median and 99th percentile
+/// of one update's cycles.
+fn time_updates<T: Copy>(updates: &[Update<T>], mut apply: impl FnMut(&Update<T>)) -> UpdateCost {
     let (mut add, mut del, mut n_add, mut n_del) = (0u64, 0u64, 0u64, 0u64);
-    let ids_dummy = Ids {
-        prefix: Vec::new(),
-        issued: AtomicU32::new(0),
-    };
-    let mut next_id = first;
+    let mut each = Vec::with_capacity(updates.len());
     let start = Instant::now();
-    for u in &stream.ipv4 {
+    for u in updates {
         let t = clock::now();
-        apply(fib, &ids_dummy, u, &mut next_id);
-        let c = clock::now().wrapping_sub(t);
-        match u {
-            Update4::Announce { .. } => (add, n_add) = (add + c, n_add + 1),
-            Update4::Withdraw { .. } => (del, n_del) = (del + c, n_del + 1),
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    (
-        add as f64 / n_add.max(1) as f64,
-        del as f64 / n_del.max(1) as f64,
-        stream.ipv4.len() as f64 / secs,
-    )
-}
-
-/// [`control_cost`] for IPv6, each update published on its own; also the median and 99th
-/// percentile of one change's cycles.
-fn control_cost6(
-    fib6: &SharedLpm6,
-    stream: &UpdateStream,
-    first: u32,
-) -> (f64, f64, f64, [f64; 2]) {
-    let (mut add, mut del, mut n_add, mut n_del) = (0u64, 0u64, 0u64, 0u64);
-    let ids = Ids6 {
-        prefix: Vec::new(),
-        issued: AtomicU32::new(0),
-    };
-    let mut next_id = first;
-    let mut one = Vec::with_capacity(1);
-    let mut each = Vec::with_capacity(stream.ipv6.len());
-    let start = Instant::now();
-    for u in &stream.ipv6 {
-        let t = clock::now();
-        one.push(op6(&ids, u, &mut next_id));
-        publish6(fib6, &mut one);
+        apply(u);
         let c = clock::now().wrapping_sub(t);
         each.push(c);
-        match u {
-            Update6::Announce { .. } => (add, n_add) = (add + c, n_add + 1),
-            Update6::Withdraw { .. } => (del, n_del) = (del + c, n_del + 1),
+        if u.is_announce() {
+            (add, n_add) = (add + c, n_add + 1);
+        } else {
+            (del, n_del) = (del + c, n_del + 1);
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    (
-        add as f64 / n_add.max(1) as f64,
-        del as f64 / n_del.max(1) as f64,
-        stream.ipv6.len() as f64 / secs.max(1e-9),
-        percentiles(&mut each),
-    )
+    let [p50, p99] = percentiles(&mut each);
+    UpdateCost {
+        announce: add as f64 / n_add.max(1) as f64,
+        withdraw: del as f64 / n_del.max(1) as f64,
+        per_sec: updates.len() as f64 / secs.max(1e-9),
+        p50,
+        p99,
+    }
+}
+
+/// What [`time_updates`] measured.
+struct UpdateCost {
+    announce: f64,
+    withdraw: f64,
+    per_sec: f64,
+    p50: f64,
+    p99: f64,
 }
 
 /// The median and the 99th percentile of `v` (sorted in place).
@@ -734,7 +685,7 @@ fn lpm_perf() -> Res<(f64, f64)> {
 
 /// One worker's graph: generated traffic → l3fwd with `fib-check` between lookup and
 /// rewrite → null sink.
-fn build(app: &L3fwd, ids: &(Arc<Ids>, Arc<Ids6>), worker: usize) -> Res<Graph> {
+fn build(app: &L3fwd, ids: &(Arc<Ids<u32>>, Arc<Ids<u128>>), worker: usize) -> Res<Graph> {
     let mut profile = TrafficProfile::from_toml(PROFILE)?;
     profile.seed = 0x5eed + worker as u64;
     let gen = Generator::builder(profile)
@@ -758,13 +709,13 @@ fn build(app: &L3fwd, ids: &(Arc<Ids>, Arc<Ids6>), worker: usize) -> Res<Graph> 
     .set_next("fib-check", FibCheckNext::Rewrite, IP4_REWRITE)
     .add(
         "fib-check6",
-        FibCheck6 {
+        FibCheck {
             ids: ids.1.clone(),
             ports,
         },
     )
     .set_next(IP6_LOOKUP, Ip6LookupNext::Rewrite, "fib-check6")
-    .set_next("fib-check6", FibCheck6Next::Rewrite, IP6_REWRITE);
+    .set_next("fib-check6", FibCheckNext::Rewrite, IP6_REWRITE);
     Ok(b.build(BufferPool::new(PoolConfig {
         buffers: BUFFERS,
         ..PoolConfig::default()
