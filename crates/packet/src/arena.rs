@@ -90,17 +90,7 @@ impl std::fmt::Debug for SharedArena {
 impl SharedArena {
     /// An arena of `cfg.buffers` buffers, all free.
     pub fn new(cfg: PoolConfig) -> Result<Arc<SharedArena>, PoolError> {
-        if cfg.buffers == 0 || cfg.buffers == u32::MAX {
-            return Err(PoolError::BadConfig("buffers must be in 1..u32::MAX"));
-        }
-        if cfg.data_room == 0 {
-            return Err(PoolError::BadConfig("data_room must be at least 1"));
-        }
-        let buf_size = cfg
-            .headroom
-            .checked_add(cfg.data_room)
-            .ok_or(PoolError::BadConfig("headroom + data_room must be < 65536"))?;
-        let stride_lines = (buf_size as usize).div_ceil(CACHE_LINE);
+        let (buf_size, stride_lines) = cfg.layout()?;
         let n = cfg.buffers as usize;
         let lines = (0..n * stride_lines)
             .map(|_| UnsafeCell::new(Line([0; CACHE_LINE])))

@@ -56,6 +56,34 @@ impl Default for PoolConfig {
     }
 }
 
+impl PoolConfig {
+    /// Checks the configuration and returns the buffer size (`headroom + data_room`) and
+    /// the stride in cache lines (the buffer size rounded up).
+    ///
+    /// ```
+    /// use pktvec_packet::PoolConfig;
+    /// let cfg = PoolConfig { buffers: 8, headroom: 64, data_room: 100 };
+    /// assert_eq!(cfg.layout(), Ok((164, 3)));
+    /// assert!(PoolConfig { buffers: 0, ..cfg }.layout().is_err());
+    /// ```
+    pub fn layout(&self) -> Result<(u16, usize), PoolError> {
+        if self.buffers == 0 {
+            return Err(PoolError::BadConfig("buffers must be at least 1"));
+        }
+        if self.buffers == u32::MAX {
+            return Err(PoolError::BadConfig("buffers must be below u32::MAX"));
+        }
+        if self.data_room == 0 {
+            return Err(PoolError::BadConfig("data_room must be at least 1"));
+        }
+        let buf_size = self
+            .headroom
+            .checked_add(self.data_room)
+            .ok_or(PoolError::BadConfig("headroom + data_room must be < 65536"))?;
+        Ok((buf_size, (buf_size as usize).div_ceil(CACHE_LINE)))
+    }
+}
+
 /// Errors of the buffer pool and of packet editing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
@@ -357,20 +385,7 @@ impl std::fmt::Debug for BufferPool {
 impl BufferPool {
     /// Allocates all buffers of the pool; they start free.
     pub fn new(cfg: PoolConfig) -> Result<Self, PoolError> {
-        if cfg.buffers == 0 {
-            return Err(PoolError::BadConfig("buffers must be at least 1"));
-        }
-        if cfg.buffers == u32::MAX {
-            return Err(PoolError::BadConfig("buffers must be below u32::MAX"));
-        }
-        if cfg.data_room == 0 {
-            return Err(PoolError::BadConfig("data_room must be at least 1"));
-        }
-        let buf_size = cfg
-            .headroom
-            .checked_add(cfg.data_room)
-            .ok_or(PoolError::BadConfig("headroom + data_room must be < 65536"))?;
-        let stride_lines = (buf_size as usize).div_ceil(CACHE_LINE);
+        let (buf_size, stride_lines) = cfg.layout()?;
         let n = cfg.buffers as usize;
         let slots = vec![Slot::FREE; n];
         let mut lines = vec![Line([0; CACHE_LINE]); n * stride_lines];
