@@ -265,6 +265,31 @@ impl std::fmt::Debug for SharedLpm6 {
     }
 }
 
+/// Keeps only the last change of each prefix in `ops`, in the order of those last
+/// changes: a batch is published at once, so readers see its end state and never an
+/// intermediate one, and each prefix's subtree is rebuilt once per copy instead of once per
+/// change (a route that flaps within a batch costs one rebuild).
+fn coalesce(ops: Vec<Lpm6Op>) -> Vec<Lpm6Op> {
+    let key = |op: &Lpm6Op| {
+        let (addr, len) = match *op {
+            Lpm6Op::Add { addr, len, .. } | Lpm6Op::Delete { addr, len } => (addr, len),
+        };
+        let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+        (addr & mask, len)
+    };
+    if ops.len() < 2 {
+        return ops;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(ops.len());
+    let mut kept: Vec<Lpm6Op> = ops
+        .into_iter()
+        .rev()
+        .filter(|op| seen.insert(key(op)))
+        .collect();
+    kept.reverse();
+    kept
+}
+
 impl SharedLpm6 {
     /// Shares `lpm` (filled or empty; a second copy is made).
     ///
@@ -355,8 +380,9 @@ impl SharedLpm6 {
     }
 
     /// Applies a batch of changes in order and publishes them at once: a reader sees the
-    /// FIB before the batch or after it, never part of it. Returns what the batch did (see
-    /// [`Lpm6Copy::apply`] for the counts).
+    /// FIB before the batch or after it, never part of it. Several changes of one prefix in
+    /// a batch come down to the last one (the only one a reader could see), applied once.
+    /// Returns what the applied changes did (see [`Lpm6Copy::apply`] for the counts).
     ///
     /// ```
     /// use pktvec_lookup::ipv6::{Lpm6Error, Lpm6Op, SharedLpm6};
@@ -366,6 +392,10 @@ impl SharedLpm6 {
     /// let bad = fib.apply([Lpm6Op::Delete { addr: 0, len: 8 }, Lpm6Op::Delete { addr: 0, len: 200 }]);
     /// assert_eq!(bad, Err(Lpm6Error::BadLength(200)));
     /// assert_eq!(fib.len(), 4); // nothing of the refused batch
+    /// // a route that flaps within a batch: one change, its last
+    /// let flap = [Lpm6Op::Delete { addr: 0, len: 8 }, Lpm6Op::Add { addr: 0, len: 8, next_hop: 9 }];
+    /// assert_eq!(fib.apply(flap)?.replaced, 1);
+    /// assert_eq!(fib.lookup(1u128), Some(9));
     /// # Ok::<(), Lpm6Error>(())
     /// ```
     ///
@@ -377,6 +407,7 @@ impl SharedLpm6 {
     pub fn apply(&self, ops: impl IntoIterator<Item = Lpm6Op>) -> Result<TableOutcome, Lpm6Error> {
         let ops: Vec<Lpm6Op> = ops.into_iter().collect();
         ops.iter().try_for_each(Lpm6Op::check)?;
+        let ops = coalesce(ops);
         let mut w = self.shared.write();
         let before = w.published().totals();
         w.extend(ops);
