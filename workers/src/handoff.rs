@@ -23,7 +23,7 @@
 //!
 //! With the workers runtime ([`WorkersConfig::handoff`](crate::runtime::WorkersConfig)),
 //! finite inputs end when every worker is idle and every ring is empty, and the report
-//! counts a handed-off packet once: [`WorkersReport::conservation`] takes the rings'
+//! counts a handed-off packet once: [`WorkersReport::conservation`](crate::runtime::WorkersReport::conservation) takes the rings'
 //! traffic out of the graphs' inputs and outputs and counts what is still in a ring as in
 //! flight. Indices still in rings when the workers stop go back to the arena
 //! ([`Handoff::reclaim`]).

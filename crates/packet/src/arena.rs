@@ -8,7 +8,7 @@
 //!   ([`BufferPool::with_external`]): a buffer's bytes are shared, its metadata line is the
 //!   holding worker's.
 //! * **Free list.** The arena's free list is a vector behind a mutex, touched only by a
-//!   pool's refill (half its [`EXTERNAL_CACHE`] local cache at a time) and spill (above
+//!   pool's refill (half its [`EXTERNAL_CACHE`](crate::pool::EXTERNAL_CACHE) local cache at a time) and spill (above
 //!   it): one lock per hundreds of buffers, never one per packet. Each pool counts its own
 //!   exhaustion ([`BufferPool::alloc_failures`]).
 //! * **Moving a packet between workers.** [`SharedArena::hand_off`] releases a buffer from
@@ -112,7 +112,7 @@ impl SharedArena {
     }
 
     /// A worker's pool over the arena: its own metadata lines, a local cache of
-    /// [`EXTERNAL_CACHE`] buffers in front of the arena's free list. Make one per worker.
+    /// [`EXTERNAL_CACHE`](crate::pool::EXTERNAL_CACHE) buffers in front of the arena's free list. Make one per worker.
     pub fn pool(self: &Arc<Self>) -> BufferPool {
         let base = NonNull::new(UnsafeCell::raw_get(self.lines.as_ptr()).cast::<u8>())
             .expect("a boxed slice's pointer is never null");
