@@ -199,6 +199,8 @@ impl Lpm6Stats {
 enum Loc {
     Root(usize),
     Slot(usize),
+    /// The entry a skip record jumps to (its `a`).
+    Skip(u32),
 }
 
 /// Where a key stands in the vector walk: the entry to act on and the bits consumed.
@@ -502,6 +504,19 @@ impl Lpm6 {
         let mut path: Vec<(Loc, u128, u32)> = Vec::new();
         loop {
             let e = self.entry_at(loc);
+            if e & (PTR | REC | SKIP) == PTR | REC | SKIP {
+                // A skip record whose bits the prefix extends: only the subtree it jumps to
+                // can change (its answer on mismatch comes from shorter routes).
+                let i = e & REC_IDX;
+                let r = self.recs[i as usize];
+                let skip = r.len as u32;
+                if len > skip && addr & mask(skip) == r.addr {
+                    path.push((loc, addr & mask(d), d));
+                    loc = Loc::Skip(i);
+                    d = skip;
+                    continue;
+                }
+            }
             if e & PTR == 0 || e & REC != 0 {
                 self.rebuild_at(loc, addr & mask(d), d)?;
                 break;
@@ -524,14 +539,21 @@ impl Lpm6 {
         }
         // A node left without pointers (its routes were deleted) is rebuilt from its parent,
         // so emptied subtrees collapse and their memory returns to the free lists.
+        // A skip record left jumping to anything but a node (one route or none below it) is
+        // rebuilt from its own place the same way.
         while let Some((nloc, block, nd)) = path.pop() {
             let e = self.entry_at(nloc);
-            let k = ((e & !PTR) >> NODE_K_SHIFT) + MIN_STRIDE;
-            let first = (e & NODE_IDX) as usize;
-            let has_ptr = self.lines[first..first + (1usize << (k - MIN_STRIDE))]
-                .iter()
-                .any(|l| l.0.iter().any(|&c| c & PTR != 0));
-            if has_ptr {
+            let keep = if e & REC != 0 {
+                let child = self.recs[(e & REC_IDX) as usize].a;
+                child & PTR != 0 && child & REC == 0
+            } else {
+                let k = ((e & !PTR) >> NODE_K_SHIFT) + MIN_STRIDE;
+                let first = (e & NODE_IDX) as usize;
+                self.lines[first..first + (1usize << (k - MIN_STRIDE))]
+                    .iter()
+                    .any(|l| l.0.iter().any(|&c| c & PTR != 0))
+            };
+            if keep {
                 break;
             }
             self.rebuild_at(nloc, block, nd)?;
@@ -543,6 +565,7 @@ impl Lpm6 {
         match loc {
             Loc::Root(i) => self.root[i],
             Loc::Slot(i) => self.lines[i >> 4].0[i & 15],
+            Loc::Skip(i) => self.recs[i as usize].a,
         }
     }
 
@@ -583,6 +606,7 @@ impl Lpm6 {
         match loc {
             Loc::Root(i) => self.root[i] = e,
             Loc::Slot(i) => self.lines[i >> 4].0[i & 15] = e,
+            Loc::Skip(i) => self.recs[i as usize].a = e,
         }
         Ok(())
     }
