@@ -236,7 +236,7 @@ impl SharedArena {
     /// `bi` was handed off with [`hand_off`](Self::hand_off), the index reached this thread
     /// with acquire ordering after that call returned (a handoff ring's dequeue), and it is
     /// taken over only once: otherwise two pools could hold one buffer.
-    // SAFETY: an `unsafe fn` because the hand-over (above) is the caller's to prove; the
+    // SAFETY: unsafe to call because the hand-over (above) is the caller's to prove; the
     // body reads the mailbox and adopts under that contract.
     #[inline]
     pub unsafe fn take_over(&self, pool: &mut BufferPool, bi: u32) -> bool {

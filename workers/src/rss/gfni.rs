@@ -99,6 +99,9 @@ pub(super) fn available() -> bool {
 ///
 /// # Safety
 /// `ptr..ptr + len` is readable; the CPU has the features of [`available`].
+// SAFETY: unsafe to call because the readable range and the CPU features (# Safety above)
+// are the caller's to prove; `load_tuple`, `hash` and the bulk path call it with a tuple's
+// or an input's own bytes, and the tests compare every result with the reference hash.
 #[inline]
 #[target_feature(enable = "gfni,avx512f,avx512bw,avx512vbmi")]
 unsafe fn load(ptr: *const u8, len: usize) -> __m512i {
@@ -164,6 +167,9 @@ fn fold(z: __m512i) -> u64 {
 ///
 /// # Safety
 /// The CPU has the features of [`available`].
+// SAFETY: unsafe to call only because the CPU features are the caller's to prove
+// (`Toeplitz` calls it only on `Path::Gfni`, chosen after `available()`); the body reads
+// within `input`.
 #[inline]
 #[target_feature(enable = "gfni,avx512f,avx512bw,avx512vbmi")]
 pub(super) unsafe fn hash(mats: &Matrices, input: &[u8]) -> u32 {
@@ -239,6 +245,9 @@ fn block_any(mats: &Matrices, t: &[Tuple; 16], out: &mut [u32; 16]) {
 ///
 /// # Safety
 /// The CPU has the features of [`available`].
+// SAFETY: unsafe to call only because the CPU features are the caller's to prove
+// (`Toeplitz::hash_tuples` calls it only on `Path::Gfni`); the body reads whole tuples and
+// writes within `out`.
 #[target_feature(enable = "gfni,avx512f,avx512bw,avx512vbmi")]
 pub(super) unsafe fn hash_tuples(mats: &Matrices, tuples: &[Tuple], out: &mut [u32]) {
     let n = tuples.len().min(out.len());
