@@ -12,6 +12,7 @@ use pktvec::graph::clock;
 use pktvec::perf::{build, topologies};
 use serde::Serialize;
 
+use crate::forwarders::graphs::median;
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Options of `dispatch`.
@@ -58,16 +59,6 @@ struct Row {
     dpdk_cycles_per_packet_per_node: Option<f64>,
     dpdk_in_node_cycles_per_call: Option<f64>,
     rounds: Vec<Round>,
-}
-
-/// Median of a non-empty list (NaN if empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Runs the measurement.
@@ -125,7 +116,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let per: Vec<Round> = all.iter().map(|r| r[t].clone()).collect();
             let med = |f: &dyn Fn(&Round) -> Option<f64>| {
                 let v: Vec<f64> = per.iter().filter_map(f).collect();
-                (!v.is_empty()).then(|| median(v))
+                (!v.is_empty()).then(|| median(&v))
             };
             let p = med(&|r| Some(r.pktvec_cycles_per_walk)).unwrap_or(f64::NAN);
             let d = med(&|r| r.dpdk_cycles_per_walk);
@@ -194,7 +185,7 @@ fn measure_pktvec(walks: u64, reps: usize) -> Result<Vec<Round>, Box<dyn std::er
         }
         let rt = g.runtime();
         let calls: u64 = rt.rows.iter().map(|r| r.calls).sum();
-        let cpw = median(per_walk);
+        let cpw = median(&per_walk);
         println!("  pktvec {:<32} {cpw:>9.1} cycles/walk", spec.name);
         out.push(Round {
             pktvec_cycles_per_walk: cpw,

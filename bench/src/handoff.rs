@@ -22,6 +22,7 @@ use pktvec::graph::clock;
 use pktvec_workers::ring::{ring, RingStats};
 use serde::Serialize;
 
+use crate::forwarders::graphs::median;
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Options of `handoff`.
@@ -65,16 +66,6 @@ struct Pair {
     /// The ring's counters (the high-water mark as the producer saw it; nothing is dropped:
     /// a chunk that does not fit is tried again).
     stats: RingStats,
-}
-
-/// Median of a non-empty list (NaN if empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Runs the measurement.
@@ -137,12 +128,12 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             dpdk.push(d);
         }
     }
-    let anchor = (!dpdk.is_empty()).then(|| median(dpdk.clone()));
+    let anchor = (!dpdk.is_empty()).then(|| median(&dpdk));
     let rows: Vec<serde_json::Value> = CHUNKS
         .iter()
         .enumerate()
         .map(|(i, &chunk)| {
-            let m = |f: fn(&Pair) -> f64| median(per.iter().map(|r| f(&r[i])).collect());
+            let m = |f: fn(&Pair) -> f64| median(&per.iter().map(|r| f(&r[i])).collect::<Vec<_>>());
             serde_json::json!({
                 "chunk": chunk,
                 "cycles_per_index": m(|p| p.sum),
@@ -180,7 +171,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 a,
             )
             .target(1.0);
-            h.ratio = median(paired);
+            h.ratio = median(&paired);
             headline.push(h);
         }
     }
