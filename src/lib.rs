@@ -46,8 +46,10 @@ pub use pktvec_graph as graph;
 pub use pktvec_io as io;
 pub use pktvec_lookup as lookup;
 pub use pktvec_model as model;
+pub use pktvec_nf as nf;
 pub use pktvec_nodes as nodes;
 pub use pktvec_packet as packet;
+pub use pktvec_state as state;
 pub use pktvec_workers as workers;
 
 /// The names most programs need.

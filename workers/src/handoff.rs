@@ -310,6 +310,61 @@ impl Handoff {
         Ok(WORKER_HANDOFF)
     }
 
+    /// As [`add_to`](Self::add_to), but the owner of each packet is `owner(frame)` (the
+    /// worker whose shard of an NF's state the packet touches; `None`: this worker keeps
+    /// it) rather than the flow hash's: the node added as `worker-handoff` is an
+    /// [`OwnerHandoff`].
+    ///
+    /// ```
+    /// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+    /// use pktvec_graph::{GraphBuilder, GraphConfig};
+    /// use pktvec_packet::{arena::SharedArena, PoolConfig};
+    /// use pktvec_workers::handoff::{Distribution, Handoff};
+    /// use pktvec_workers::runtime::{Workers, WorkersConfig};
+    ///
+    /// let arena = SharedArena::new(PoolConfig { buffers: 4096, ..PoolConfig::default() })?;
+    /// let handoff = Handoff::new(arena, Distribution::new(2), 512)?;
+    /// let h = handoff.clone();
+    /// let report = Workers::run(WorkersConfig::new(2).with_handoff(handoff.clone()), move |w| {
+    ///     // the first byte names the owner
+    ///     let frames = (0..16u8).map(|i| vec![i % 2; 60]).collect();
+    ///     let mut b = GraphBuilder::new(GraphConfig::default());
+    ///     b.add("input", PacketSource::new(frames).with_limit(1000));
+    ///     let entry = h.add_to_by(&mut b, w.id, "tx", |f: &[u8]| f.first().map(|&o| usize::from(o)))?;
+    ///     b.set_next("input", SourceNext::Out, entry);
+    ///     b.add("tx", NullSink);
+    ///     Ok(b.build(h.pool())?)
+    /// })?;
+    /// assert!(report.conservation().is_balanced());
+    /// assert_eq!(handoff.stats().handed_off, 1000); // half of each worker's 1,000
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_to_by<F>(
+        self: &Arc<Self>,
+        b: &mut GraphBuilder,
+        worker: usize,
+        continuation: &str,
+        owner: F,
+    ) -> Result<&'static str, HandoffError>
+    where
+        F: Fn(&[u8]) -> Option<usize> + Send + 'static,
+    {
+        let nodes = self.nodes(worker)?;
+        let by = OwnerHandoff {
+            worker,
+            workers: self.workers(),
+            owner,
+            local: 0,
+            remote: 0,
+        };
+        b.add(WORKER_HANDOFF, by)
+            .add(HANDOFF_TX, nodes.tx)
+            .add(HANDOFF_INPUT, nodes.input)
+            .set_next(WORKER_HANDOFF, HandoffNext::Local, continuation)
+            .set_next(HANDOFF_INPUT, HandoffInputNext::Out, continuation);
+        Ok(WORKER_HANDOFF)
+    }
+
     /// Counters of every ring, and their totals.
     pub fn stats(&self) -> HandoffStats {
         let rings = self.watch.stats();
@@ -470,6 +525,57 @@ node_errors! {
     }
 }
 
+/// `worker-handoff` with the owner chosen by a function of the frame
+/// ([`Handoff::add_to_by`]): the packets of other workers go to `handoff-tx` with their
+/// owner in the metadata ([`MetaFlags::OWNER_VALID`]).
+pub struct OwnerHandoff<F> {
+    worker: usize,
+    workers: usize,
+    owner: F,
+    local: u64,
+    remote: u64,
+}
+
+impl<F> OwnerHandoff<F> {
+    /// Packets kept on this worker, packets sent to another.
+    pub fn counters(&self) -> (u64, u64) {
+        (self.local, self.remote)
+    }
+}
+
+impl<F: Fn(&[u8]) -> Option<usize> + Send + 'static> Node for OwnerHandoff<F> {
+    type Next = HandoffNext;
+    type Error = NoError;
+
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        let (me, workers) = (self.worker, self.workers);
+        let (local, remote) = (HandoffNext::Local.index(), HandoffNext::Remote.index());
+        let d = cx.prefetch_distance();
+        let (bufs, nexts) = frame.split_mut();
+        let mut pk = cx.pool_mut().packets_mut();
+        let mut sent = 0u64;
+        for i in 0..bufs.len() {
+            if let Some(&ahead) = bufs.get(i + d) {
+                pk.prefetch(ahead);
+            }
+            let o = (self.owner)(pk.packet(bufs[i]).data()).filter(|&o| o < workers);
+            match o {
+                Some(o) if o != me => {
+                    let m = pk.meta_mut(bufs[i]);
+                    m.opaque = o as u32;
+                    m.flags.insert(MetaFlags::OWNER_VALID);
+                    nexts[i] = remote;
+                    sent += 1;
+                }
+                _ => nexts[i] = local,
+            }
+        }
+        self.remote += sent;
+        self.local += bufs.len() as u64 - sent;
+        cx.enqueue_frame(frame);
+    }
+}
+
 /// The sink that moves packets into the owners' rings (`handoff-tx`).
 pub struct HandoffTx {
     worker: usize,
@@ -489,7 +595,9 @@ impl Node for HandoffTx {
         let me = self.worker;
         for &bi in frame.buffers() {
             let m = cx.pool().meta(bi);
-            let owner = if m.flags.contains(MetaFlags::FLOW_HASH_VALID) {
+            let owner = if m.flags.contains(MetaFlags::OWNER_VALID) {
+                m.opaque as usize
+            } else if m.flags.contains(MetaFlags::FLOW_HASH_VALID) {
                 self.dist.reta.owner(m.flow_hash)
             } else {
                 self.dist.owner(cx.packet(bi).data()).map_or(me, |(_, o)| o)

@@ -40,6 +40,9 @@ impl MetaFlags {
     pub const IP4_CSUM_OK: MetaFlags = MetaFlags(1 << 6);
     /// `path_id` was set by the path batcher.
     pub const PATH_VALID: MetaFlags = MetaFlags(1 << 7);
+    /// [`BufferMeta::opaque`] holds the worker that owns the packet's state (set by a
+    /// handoff node that chose the owner itself, read by `handoff-tx`).
+    pub const OWNER_VALID: MetaFlags = MetaFlags(1 << 8);
     /// First bit free for applications (bits 12..16 are never used by pktvec).
     pub const USER0: MetaFlags = MetaFlags(1 << 12);
 
@@ -62,7 +65,7 @@ impl MetaFlags {
 
 impl std::fmt::Debug for MetaFlags {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMES: [(MetaFlags, &str); 7] = [
+        const NAMES: [(MetaFlags, &str); 8] = [
             (MetaFlags::TRACED, "TRACED"),
             (MetaFlags::L2_VALID, "L2"),
             (MetaFlags::L3_VALID, "L3"),
@@ -70,6 +73,7 @@ impl std::fmt::Debug for MetaFlags {
             (MetaFlags::FLOW_HASH_VALID, "HASH"),
             (MetaFlags::IP4_CSUM_OK, "IP4_CSUM_OK"),
             (MetaFlags::PATH_VALID, "PATH"),
+            (MetaFlags::OWNER_VALID, "OWNER"),
         ];
         let mut first = true;
         write!(f, "MetaFlags(")?;
