@@ -328,14 +328,18 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
             rec.last = now;
             return Ok((r, &mut rec.value, false));
         }
+        // the less loaded of the two buckets (two choices keep the fullest bucket near
+        // the mean)
         let (b1, b2) = self.home(hash);
-        let mut slot = None;
-        for b in [b1, b2] {
-            if let Some(s) = self.bucket(sec, b, false).sig.iter().position(|&x| x == 0) {
-                slot = Some((b, s));
-                break;
-            }
-        }
+        let free = |bk: &Bucket| bk.sig.iter().filter(|&&x| x == 0).count();
+        let (f1, f2) = (free(self.bucket(sec, b1, false)), free(self.bucket(sec, b2, false)));
+        let b = if f2 > f1 { b2 } else { b1 };
+        let slot = self
+            .bucket(sec, b, false)
+            .sig
+            .iter()
+            .position(|&x| x == 0)
+            .map(|s| (b, s));
         let Some((b, s)) = slot else {
             tw.refused += 1;
             return Err(InsertError::BucketsFull);
