@@ -978,14 +978,20 @@ impl NfWorker for NatWorker {
                             };
                             match nat.table.entry(sec, tw, key, h, now + guess) {
                                 Ok((id, s, _)) => {
-                                    *nat.ports
-                                        .get_mut(sec, Shared::port_index(ip, p.proto, port)) =
-                                        id + 1;
                                     s.out_ip = nat.addrs.pool_first + ip as u32;
                                     s.out_port = port;
                                     s.ip_index = ip as u16;
                                     s.proto = p.proto;
-                                    (Out::Created(s.out_ip, port), s)
+                                    let out_ip = s.out_ip;
+                                    // the port map points at the session (one section
+                                    // borrow at a time: the session is taken again after)
+                                    *nat.ports
+                                        .get_mut(sec, Shared::port_index(ip, p.proto, port)) =
+                                        id + 1;
+                                    let Some((_, s)) = nat.table.get(sec, id) else {
+                                        return Err(NatDrop::TableFull);
+                                    };
+                                    (Out::Created(out_ip, port), s)
                                 }
                                 Err(_) => {
                                     match own {

@@ -174,7 +174,25 @@ next_nodes! {
 /// An input node replaying frames in order, round robin, up to a limit; unpaced it fills
 /// every vector, paced at `rate` packets a second it models a NIC's receive ring of
 /// `ring` descriptors: what arrived beyond the ring since the last poll is dropped
-/// ("rx ring overflow") and skipped.
+/// ("rx ring overflow") and skipped, and a poll before the next arrival waits for it (at
+/// most one inter-arrival time), so a finite run ends only when every packet arrived.
+///
+/// ```
+/// use pktvec_graph::{builtin::NullSink, GraphBuilder, GraphConfig};
+/// use pktvec_nf::runtime::{OfferedNext, OfferedSource};
+/// use pktvec_packet::{BufferPool, PoolConfig};
+/// use std::sync::Arc;
+/// // 2,000 packets offered at 1 Mpps: about 2 ms, nothing lost by a graph this light
+/// let src = OfferedSource::new(Arc::new(vec![vec![0u8; 64]]), 2000).paced(1e6, 1024);
+/// let mut b = GraphBuilder::new(GraphConfig::default());
+/// b.add("input", src).add("tx", NullSink).set_next("input", OfferedNext::Out, "tx");
+/// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+/// g.run_until_idle();
+/// let c = g.conservation();
+/// assert_eq!(c.input, 2000);
+/// assert!(c.is_balanced());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct OfferedSource {
     frames: Arc<Vec<Vec<u8>>>,
     next: usize,
@@ -218,12 +236,19 @@ impl Node for OfferedSource {
         }
         let mut want = (cx.vector_size() as u64).min(self.limit - self.taken);
         if let Some((_, ring)) = self.rate {
-            let now = clock::now();
+            let mut now = clock::now();
             if self.start == 0 {
                 self.start = now;
             }
-            let arrived =
-                (((now - self.start) as f64 / self.ticks_per_packet) as u64).min(self.limit);
+            let (start, tpp, limit) = (self.start, self.ticks_per_packet, self.limit);
+            let arrived_by = |now: u64| (((now - start) as f64 / tpp) as u64).min(limit);
+            // a poll before the next arrival waits for it, as a NIC's poll loop spins: a
+            // poll that returned nothing would end a finite run
+            while arrived_by(now) <= self.taken {
+                std::hint::spin_loop();
+                now = clock::now();
+            }
+            let arrived = arrived_by(now);
             let backlog = arrived.saturating_sub(self.taken);
             if backlog > ring as u64 {
                 let lost = backlog - ring as u64;
@@ -468,7 +493,11 @@ impl std::fmt::Display for NfRun {
     /// The workers' report (runtime, errors, conservation), then the sections' counters
     /// and the NF's.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.report)?;
+        let report = self.report.to_string();
+        write!(f, "{report}")?;
+        if !report.ends_with('\n') {
+            writeln!(f)?;
+        }
         let s = &self.sync;
         writeln!(
             f,

@@ -235,6 +235,9 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
         }
     }
 
+    // A `&mut` from `&self`: the cell is the section's to write (its stripe is held), and
+    // the borrow of the section keeps two of them from living at once.
+    #[allow(clippy::mut_from_ref)]
     #[inline]
     fn bucket<'s>(&'s self, sec: &mut Section<'_>, b: usize, write: bool) -> &'s mut Bucket {
         sec.check(b & self.stripe_mask);
@@ -250,6 +253,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
         unsafe { &mut *p }
     }
 
+    #[allow(clippy::mut_from_ref)] // as `bucket`
     #[inline]
     fn record<'s>(&'s self, sec: &mut Section<'_>, r: u32, write: bool) -> &'s mut Record<K, V> {
         let p = self.records[r as usize].get();
@@ -301,7 +305,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
     #[inline]
     pub fn find_mut<'s>(
         &'s self,
-        sec: &mut Section<'_>,
+        sec: &'s mut Section<'_>,
         key: &K,
         hash: u64,
         now: u64,
@@ -317,7 +321,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
     #[inline]
     pub fn entry<'s>(
         &'s self,
-        sec: &mut Section<'_>,
+        sec: &'s mut Section<'_>,
         tw: &mut TableWorker,
         key: K,
         hash: u64,
@@ -332,7 +336,10 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
         // the mean)
         let (b1, b2) = self.home(hash);
         let free = |bk: &Bucket| bk.sig.iter().filter(|&&x| x == 0).count();
-        let (f1, f2) = (free(self.bucket(sec, b1, false)), free(self.bucket(sec, b2, false)));
+        let (f1, f2) = (
+            free(self.bucket(sec, b1, false)),
+            free(self.bucket(sec, b2, false)),
+        );
         let b = if f2 > f1 { b2 } else { b1 };
         let slot = self
             .bucket(sec, b, false)
@@ -366,7 +373,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
     /// # Panics
     /// If the record lives in a stripe the section does not hold.
     #[inline]
-    pub fn get<'s>(&'s self, sec: &mut Section<'_>, id: RecordId) -> Option<(&'s K, &'s mut V)> {
+    pub fn get<'s>(&'s self, sec: &'s mut Section<'_>, id: RecordId) -> Option<(&'s K, &'s mut V)> {
         if id as usize >= self.records.len() {
             return None;
         }
@@ -522,7 +529,7 @@ impl<T> StripedArray<T> {
     /// # Panics
     /// If `i` is out of range or the section does not hold its stripe.
     #[inline]
-    pub fn get<'s>(&'s self, sec: &mut Section<'_>, i: usize) -> &'s T {
+    pub fn get<'s>(&'s self, sec: &'s mut Section<'_>, i: usize) -> &'s T {
         sec.check(i & self.stripe_mask);
         let p = self.items[i].get();
         sec.note_read(self.tag, i as u64, p as *const u8, size_of::<T>());
@@ -535,7 +542,7 @@ impl<T> StripedArray<T> {
     /// # Panics
     /// As [`get`](Self::get).
     #[inline]
-    pub fn get_mut<'s>(&'s self, sec: &mut Section<'_>, i: usize) -> &'s mut T {
+    pub fn get_mut<'s>(&'s self, sec: &'s mut Section<'_>, i: usize) -> &'s mut T {
         sec.check(i & self.stripe_mask);
         let p = self.items[i].get();
         sec.note_write(self.tag, i as u64, p as *const u8, size_of::<T>());
