@@ -367,12 +367,12 @@ pub enum RunError {
     Pool(String),
 }
 
-/// Runs `nf` on its domain's workers: worker `w` receives `traffic(w)` in order, round
-/// robin, `cfg.packets_per_worker` packets (paced if asked); under flow affinity each
+/// Runs `nf` on its domain's workers: worker `w` receives `traffic(w)` (frames, or an
+/// `Arc` of them to share one copy between runs) in order, round robin, `cfg.packets_per_worker` packets (paced if asked); under flow affinity each
 /// packet is handed to [`Nf::owner`] first.
-pub fn run<N: Nf>(
+pub fn run<N: Nf, T: Into<Arc<Vec<Vec<u8>>>>>(
     nf: &Arc<N>,
-    traffic: impl Fn(usize) -> Vec<Vec<u8>> + Send + Sync + 'static,
+    traffic: impl Fn(usize) -> T + Send + Sync + 'static,
     cfg: &RunConfig,
 ) -> Result<NfRun, RunError> {
     let domain = nf.domain().clone();
@@ -399,7 +399,7 @@ pub fn run<N: Nf>(
     }
     let (nf2, out2, cfg2, h2) = (nf.clone(), outcomes.clone(), cfg.clone(), handoff.clone());
     let report = Workers::run(wc, move |w| {
-        let frames = Arc::new(traffic(w.id));
+        let frames: Arc<Vec<Vec<u8>>> = traffic(w.id).into();
         let mut src = OfferedSource::new(frames, cfg2.packets_per_worker);
         if let Some(pps) = cfg2.rate_pps {
             src = src.paced(pps, cfg2.rx_ring);
