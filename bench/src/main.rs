@@ -32,6 +32,8 @@ mod route_updates;
 mod rss;
 mod scoreboard;
 mod seed_figures;
+mod shared_state;
+mod shared_state_cases;
 mod sitting;
 
 /// pktvec's benchmarks, each against its anchor, in one tool.
@@ -72,6 +74,9 @@ enum Cmd {
     Multicore(multicore::Args),
     /// A BGP update stream replayed into l3fwd's FIB while workers forward
     RouteUpdates(route_updates::Args),
+    /// Stateful NFs (NAT, classifier, intruder, DHCP) under locks, flow affinity and RTM;
+    /// the flow table vs rte_hash under concurrent writers
+    SharedState(shared_state::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
 }
@@ -93,6 +98,7 @@ fn main() {
         Cmd::Handoff(a) => handoff::run(a),
         Cmd::Multicore(a) => multicore::run(a),
         Cmd::RouteUpdates(a) => route_updates::run(a),
+        Cmd::SharedState(a) => shared_state::run(a),
         Cmd::Scoreboard(a) => scoreboard::run(a),
     };
     if let Err(e) = result {

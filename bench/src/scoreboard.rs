@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 /// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 14] = [
+pub const AREAS: [&str; 15] = [
     "dispatch",
     "prefetch",
     "lpm4",
@@ -24,6 +24,7 @@ pub const AREAS: [&str; 14] = [
     "handoff",
     "rss",
     "route-updates",
+    "shared-state",
 ];
 
 /// Options of `scoreboard`.

@@ -47,7 +47,7 @@ pub trait NfWorker: Send + 'static {
     /// Processes one packet at TSC time `now`: `Ok` sends it on (to `tx`), `Err` drops it
     /// under that reason. May rewrite the packet in place, or change its length.
     fn packet(&mut self, pkt: &mut PacketMut<'_>, now: u64) -> Result<(), Self::Error>;
-    /// After each vector (expiry sweeps, timers).
+    /// After a vector, at most every [`AFTER_VECTOR_EVERY_US`] (expiry sweeps, timers).
     fn after_vector(&mut self, _now: u64) {}
     /// The worker's synchronisation handle (its stats, its profiler).
     fn sync(&mut self) -> &mut WorkerSync;
@@ -86,7 +86,14 @@ pub struct NfNode<W: NfWorker> {
     w: W,
     profiling: bool,
     outcomes: Option<Outcomes>,
+    /// When [`NfWorker::after_vector`] last ran, and the least TSC ticks between two runs.
+    last_after: u64,
+    after_every: u64,
 }
+
+/// The least time between two [`NfWorker::after_vector`] calls of a node: small vectors (a
+/// lightly loaded worker) do not make the expiry sweeps more frequent than full ones would.
+pub const AFTER_VECTOR_EVERY_US: f64 = 20.0;
 
 impl<W: NfWorker> NfNode<W> {
     /// A node over `w`; with `outcomes`, it leaves its stats there when dropped.
@@ -98,6 +105,8 @@ impl<W: NfWorker> NfNode<W> {
             w,
             profiling: profile,
             outcomes,
+            last_after: 0,
+            after_every: (clock::tsc_hz() * AFTER_VECTOR_EVERY_US / 1e6) as u64,
         }
     }
 
@@ -149,7 +158,10 @@ impl<W: NfWorker> Node for NfNode<W> {
                 Err(e) => pktvec_graph::Verdict::Drop(e),
             });
         }
-        self.w.after_vector(now);
+        if now.wrapping_sub(self.last_after) >= self.after_every {
+            self.last_after = now;
+            self.w.after_vector(now);
+        }
     }
 }
 
@@ -201,6 +213,7 @@ pub struct OfferedSource {
     rate: Option<(f64, usize)>,
     start: u64,
     ticks_per_packet: f64,
+    warmup: u64,
 }
 
 impl OfferedSource {
@@ -214,7 +227,15 @@ impl OfferedSource {
             rate: None,
             start: 0,
             ticks_per_packet: 0.0,
+            warmup: 0,
         }
+    }
+
+    /// The first `n` of the packets arrive unpaced, as fast as the worker takes them
+    /// (state and caches warm up), and pacing starts after them.
+    pub fn with_warmup(mut self, n: u64) -> Self {
+        self.warmup = n.min(self.limit);
+        self
     }
 
     /// Paced at `pps` packets a second into a ring of `ring` descriptors.
@@ -235,13 +256,18 @@ impl Node for OfferedSource {
             return;
         }
         let mut want = (cx.vector_size() as u64).min(self.limit - self.taken);
-        if let Some((_, ring)) = self.rate {
+        if self.taken < self.warmup {
+            want = want.min(self.warmup - self.taken);
+        }
+        if let Some((_, ring)) = self.rate.filter(|_| self.taken >= self.warmup) {
             let mut now = clock::now();
             if self.start == 0 {
                 self.start = now;
             }
             let (start, tpp, limit) = (self.start, self.ticks_per_packet, self.limit);
-            let arrived_by = |now: u64| (((now - start) as f64 / tpp) as u64).min(limit);
+            // the warm-up's packets arrived before pacing started
+            let base = self.warmup;
+            let arrived_by = |now: u64| (base + ((now - start) as f64 / tpp) as u64).min(limit);
             // a poll before the next arrival waits for it, as a NIC's poll loop spins: a
             // poll that returned nothing would end a finite run
             while arrived_by(now) <= self.taken {
@@ -288,6 +314,9 @@ pub struct RunConfig {
     pub rate_pps: Option<f64>,
     /// Receive ring descriptors when paced.
     pub rx_ring: usize,
+    /// Packets per worker (of `packets_per_worker`) that arrive unpaced before pacing
+    /// starts.
+    pub warmup: u64,
     /// Handoff ring slots (flow affinity).
     pub handoff_ring: usize,
     /// Buffers per worker.
@@ -308,6 +337,7 @@ impl Default for RunConfig {
             packets_per_worker: 100_000,
             rate_pps: None,
             rx_ring: 1024,
+            warmup: 0,
             handoff_ring: 1024,
             buffers: 8192,
             pin: true,
@@ -402,7 +432,7 @@ pub fn run<N: Nf, T: Into<Arc<Vec<Vec<u8>>>>>(
         let frames: Arc<Vec<Vec<u8>>> = traffic(w.id).into();
         let mut src = OfferedSource::new(frames, cfg2.packets_per_worker);
         if let Some(pps) = cfg2.rate_pps {
-            src = src.paced(pps, cfg2.rx_ring);
+            src = src.paced(pps, cfg2.rx_ring).with_warmup(cfg2.warmup);
         }
         let mut b = GraphBuilder::new(cfg2.graph.clone());
         b.add("input", src);

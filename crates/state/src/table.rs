@@ -430,9 +430,10 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
     ) -> usize {
         let me = sync.id();
         let nb = self.buckets.len();
-        let mine = (0..nb)
-            .filter(|b| (b & self.stripe_mask) % self.workers == me)
-            .count();
+        // the buckets of the stripes s with s % workers == me: nb / stripes of each
+        let stripes = self.stripe_mask + 1;
+        let my_stripes = (stripes + self.workers - 1 - me.min(stripes)) / self.workers;
+        let mine = nb / stripes * my_stripes;
         let todo = max_buckets.min(mine);
         let mut done = 0;
         let mut gone = 0;
