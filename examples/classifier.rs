@@ -49,6 +49,10 @@ struct Cli {
     /// Traffic seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Record each packet's read and write sets and print how often packets conflict
+    /// (the conflict profiler; slower)
+    #[arg(long)]
+    profile: bool,
     /// Lock stripes (a power of two).
     #[arg(long, default_value_t = 1024)]
     stripes: usize,
@@ -104,6 +108,7 @@ fn go(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let cfg = RunConfig {
         packets_per_worker: cli.packets,
         rate_pps: cli.rate,
+        profile: cli.profile,
         ..RunConfig::default()
     };
     let t = traffic.clone();

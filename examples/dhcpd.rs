@@ -48,6 +48,10 @@ struct Cli {
     /// Traffic seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Record each packet's read and write sets and print how often packets conflict
+    /// (the conflict profiler; slower)
+    #[arg(long)]
+    profile: bool,
 }
 
 fn main() -> ExitCode {
@@ -92,6 +96,7 @@ fn go(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
     let rc = RunConfig {
         packets_per_worker: cli.packets,
         rate_pps: cli.rate,
+        profile: cli.profile,
         pcap_out: cli.pcap_out.clone(),
         ..RunConfig::default()
     };

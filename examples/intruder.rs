@@ -49,6 +49,10 @@ struct Args {
     /// Traffic seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Record each packet's read and write sets and print how often packets conflict
+    /// (the conflict profiler; slower)
+    #[arg(long)]
+    profile: bool,
     /// Lock stripes (a power of two).
     #[arg(long, default_value_t = 1024)]
     stripes: usize,
@@ -107,6 +111,7 @@ fn main() -> ExitCode {
     let run_cfg = RunConfig {
         packets_per_worker: a.packets as u64,
         rate_pps: a.rate,
+        profile: a.profile,
         handoff_ring: a.handoff_ring,
         pin: !a.no_pin,
         ..RunConfig::default()

@@ -45,6 +45,10 @@ struct Cli {
     /// Traffic seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Record each packet's read and write sets and print how often packets conflict
+    /// (the conflict profiler; slower)
+    #[arg(long)]
+    profile: bool,
     /// Lock stripes (a power of two, at most 1024).
     #[arg(long, default_value_t = 256)]
     stripes: usize,
@@ -90,6 +94,7 @@ fn go(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let mut rc = RunConfig {
         packets_per_worker: cli.packets,
         rate_pps: cli.rate,
+        profile: cli.profile,
         ..RunConfig::default()
     };
 

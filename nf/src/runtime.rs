@@ -551,6 +551,29 @@ impl std::fmt::Display for NfRun {
                 h.handed_off, h.congestion_drops
             )?;
         }
+        if let Some(p) = self.workers.iter().find_map(|w| w.profile.as_ref()) {
+            writeln!(
+                f,
+                "conflicts among worker {}'s {} packets (pairs of a window whose sets conflict; packets conflicting with any other of it):",
+                self.workers.iter().position(|w| w.profile.is_some()).unwrap_or(0),
+                p.packets()
+            )?;
+            writeln!(
+                f,
+                "  window  pairs/object  pairs/line  packets/object  packets/line"
+            )?;
+            for r in p.conflicts(2..=16) {
+                writeln!(
+                    f,
+                    "  {:>6}  {:>11.1}%  {:>9.1}%  {:>13.1}%  {:>11.1}%",
+                    r.window,
+                    100.0 * r.pairs_by_object,
+                    100.0 * r.pairs_by_line,
+                    100.0 * r.packets_by_object,
+                    100.0 * r.packets_by_line
+                )?;
+            }
+        }
         let c: Vec<String> = self
             .counters
             .iter()
