@@ -4,6 +4,7 @@
 use crate::domain::{Section, WorkerSync};
 use std::cell::UnsafeCell;
 use std::mem::size_of;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Slots per bucket: a bucket is one 64-byte line of 8 signatures and 8 record indices.
@@ -20,15 +21,17 @@ struct Bucket {
     rec: [u32; BUCKET_SLOTS],
 }
 
-/// A record: key, value, when it was last touched, and where it is filed.
+/// A record: key, value, when it was last touched. Where it is filed is kept apart
+/// ([`FlowTable`]'s `homes`), so that it can be read without touching the record.
 #[repr(C)]
 struct Record<K, V> {
     key: K,
     value: V,
     last: u64,
-    bucket: u32,
-    live: bool,
 }
+
+/// A `homes` entry: the bucket of a live record, or free.
+const LIVE: u32 = 1 << 31;
 
 /// A table's size.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +100,9 @@ pub struct FlowTable<K, V> {
     workers: usize,
     buckets: Box<[UnsafeCell<Bucket>]>,
     records: Box<[UnsafeCell<Record<K, V>>]>,
+    /// Per record: `bucket | LIVE` while it is live, 0 when free; written under the
+    /// bucket's stripe, read by [`get`](Self::get) to learn which stripe to check.
+    homes: Box<[AtomicU32]>,
 }
 
 // SAFETY: buckets and records are only read or written through a `Section` that holds the
@@ -160,11 +166,10 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
                         key: K::default(),
                         value: V::default(),
                         last: 0,
-                        bucket: 0,
-                        live: false,
                     })
                 })
                 .collect(),
+            homes: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
@@ -258,8 +263,8 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
     fn record<'s>(&'s self, sec: &mut Section<'_>, r: u32, write: bool) -> &'s mut Record<K, V> {
         let p = self.records[r as usize].get();
         // SAFETY: only `bucket` (the record's bucket, stripe checked) leads here, or
-        // `get` after checking the stripe of the bucket stored in the record, which is
-        // written only under that same stripe; see the `Sync` impl.
+        // `get` after checking the stripe of the record's bucket (`homes`, written only
+        // under that same stripe, read again after the check); see the `Sync` impl.
         let rec = unsafe { &mut *p };
         let size = size_of::<Record<K, V>>();
         if write {
@@ -362,8 +367,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
         rec.key = key;
         rec.value = V::default();
         rec.last = now;
-        rec.bucket = b as u32;
-        rec.live = true;
+        self.homes[r as usize].store(b as u32 | LIVE, Ordering::Relaxed);
         tw.inserted += 1;
         Ok((r, &mut rec.value, true))
     }
@@ -377,27 +381,19 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
         if id as usize >= self.records.len() {
             return None;
         }
-        // A record's bucket (and so its stripe) is fixed while it is live; read it through
-        // the checked accessor only after the check below.
-        let p = self.records[id as usize].get();
-        // SAFETY: `bucket` and `live` of a record are written only by `entry`/`remove`/
-        // `expire` under the stripe of the record's bucket. The section must hold that
-        // stripe for the record to be live in it; the read is of plain integers (any value
-        // is valid) and the result is checked against the section before any use.
-        let (b, live) = unsafe {
-            (
-                std::ptr::addr_of!((*p).bucket).read_volatile(),
-                std::ptr::addr_of!((*p).live).read_volatile(),
-            )
-        };
-        if !live {
+        // A record's bucket (and so its stripe) is fixed while it is live; which stripe to
+        // check is read first, then read again once the check passed: under the stripe,
+        // it cannot change any more.
+        let home = &self.homes[id as usize];
+        let h = home.load(Ordering::Relaxed);
+        if h & LIVE == 0 {
             return None;
         }
-        sec.check(b as usize & self.stripe_mask);
+        sec.check((h & !LIVE) as usize & self.stripe_mask);
+        if home.load(Ordering::Relaxed) != h {
+            return None;
+        }
         let rec = self.record(sec, id, true);
-        if !rec.live {
-            return None;
-        }
         Some((&rec.key, &mut rec.value))
     }
 
@@ -407,7 +403,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
             return false;
         };
         self.bucket(sec, b, true).sig[s] = 0;
-        self.record(sec, r, true).live = false;
+        self.homes[r as usize].store(0, Ordering::Relaxed);
         tw.free.push(r);
         tw.removed += 1;
         true
@@ -455,7 +451,7 @@ impl<K: Copy + Eq + Default, V: Default> FlowTable<K, V> {
                         }
                         let rec = self.record(sec, r, true);
                         on_expire(sec, &rec.key, &mut rec.value);
-                        rec.live = false;
+                        self.homes[r as usize].store(0, Ordering::Relaxed);
                         self.bucket(sec, b, true).sig[s] = 0;
                         tw.free.push(r);
                         n += 1;
