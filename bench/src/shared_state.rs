@@ -62,15 +62,6 @@ pub struct Args {
     no_dpdk: bool,
 }
 
-/// The strategies this machine runs, in table order (RTM ones only where RTM commits).
-fn strategies() -> Vec<Strategy> {
-    let rtm = Rtm::detect().is_ok();
-    Strategy::ALL
-        .into_iter()
-        .filter(|s| rtm || !s.uses_rtm())
-        .collect()
-}
-
 fn mix(k: u64) -> u64 {
     let mut x = k.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -523,7 +514,7 @@ pub fn run(args: Args) -> Res<()> {
         &args.common,
     )?;
     let quick = sitting.quick();
-    let strategies = strategies();
+    let strategies = Strategy::available();
     let rtm = Rtm::detect();
     println!(
         "strategies: {} ({})",
@@ -611,17 +602,7 @@ pub fn run(args: Args) -> Res<()> {
             case.name,
             100.0 * share
         );
-        println!("  window  pairs/object  pairs/line  packets/object  packets/line");
-        for r in &conf {
-            println!(
-                "  {:>6}  {:>11.1}%  {:>9.1}%  {:>13.1}%  {:>11.1}%",
-                r.window,
-                100.0 * r.pairs_by_object,
-                100.0 * r.pairs_by_line,
-                100.0 * r.packets_by_object,
-                100.0 * r.packets_by_line
-            );
-        }
+        print!("{}", ConflictRow::table(&conf));
         // each round searches every strategy once, so that drift in the machine's speed
         // reaches all of them; the figure is the median round
         let mut per: Vec<Vec<Fig7Row>> = vec![Vec::new(); strategies.len()];

@@ -17,7 +17,7 @@ use pktvec_graph::{
 use pktvec_io::capture::PcapSink;
 use pktvec_packet::arena::SharedArena;
 use pktvec_packet::{BufferPool, PacketMut, PoolConfig};
-use pktvec_state::profile::Profiler;
+use pktvec_state::profile::{ConflictRow, Profiler};
 use pktvec_state::{Domain, Strategy, SyncStats, WorkerSync};
 use pktvec_workers::handoff::{Distribution, Handoff, HandoffStats};
 use pktvec_workers::runtime::{Workers, WorkersConfig, WorkersReport};
@@ -558,21 +558,7 @@ impl std::fmt::Display for NfRun {
                 self.workers.iter().position(|w| w.profile.is_some()).unwrap_or(0),
                 p.packets()
             )?;
-            writeln!(
-                f,
-                "  window  pairs/object  pairs/line  packets/object  packets/line"
-            )?;
-            for r in p.conflicts(2..=16) {
-                writeln!(
-                    f,
-                    "  {:>6}  {:>11.1}%  {:>9.1}%  {:>13.1}%  {:>11.1}%",
-                    r.window,
-                    100.0 * r.pairs_by_object,
-                    100.0 * r.pairs_by_line,
-                    100.0 * r.packets_by_object,
-                    100.0 * r.packets_by_line
-                )?;
-            }
+            write!(f, "{}", ConflictRow::table(&p.conflicts(2..=16)))?;
         }
         let c: Vec<String> = self
             .counters

@@ -330,11 +330,7 @@ fn merged(refs: Vec<Reference>) -> Reference {
 }
 
 fn strategies() -> Vec<Strategy> {
-    let mut s = vec![Strategy::Coarse, Strategy::Fine, Strategy::Affinity];
-    if Rtm::detect().is_ok() {
-        s.extend([Strategy::Rtm, Strategy::RtmCoarse]);
-    }
-    s
+    Strategy::available()
 }
 
 // ----- tests ---------------------------------------------------------------------------

@@ -18,11 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 fn strategies() -> Vec<Strategy> {
-    let mut v = vec![Strategy::Coarse, Strategy::Fine, Strategy::Affinity];
-    if Rtm::detect().is_ok() {
-        v.extend([Strategy::Rtm, Strategy::RtmCoarse]);
-    }
-    v
+    Strategy::available()
 }
 
 fn domain(strategy: Strategy, workers: usize, stripes: usize) -> Arc<Domain> {

@@ -91,11 +91,7 @@ fn reference(frames: &[Vec<u8>]) -> Reference {
 }
 
 fn strategies() -> Vec<Strategy> {
-    let mut v = vec![Strategy::Coarse, Strategy::Fine, Strategy::Affinity];
-    if Rtm::detect().is_ok() {
-        v.extend([Strategy::Rtm, Strategy::RtmCoarse]);
-    }
-    v
+    Strategy::available()
 }
 
 fn domain(strategy: Strategy, workers: usize) -> Arc<Domain> {
@@ -122,8 +118,10 @@ fn run_cfg(packets_per_worker: usize) -> RunConfig {
     RunConfig {
         packets_per_worker: packets_per_worker as u64,
         pin: false,
-        buffers: 4096,
-        handoff_ring: 8192,
+        // a ring and a pool that hold a worker's whole traffic: no congestion or buffer
+        // drop under affinity, however the workers are scheduled
+        buffers: packets_per_worker.max(4096) + 1024,
+        handoff_ring: packets_per_worker.next_power_of_two().max(1024),
         ..RunConfig::default()
     }
 }

@@ -16,12 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn strategies() -> Vec<Strategy> {
-    let mut v = vec![Strategy::Coarse, Strategy::Fine, Strategy::Affinity];
-    if pktvec_state::rtm::Rtm::detect().is_ok() {
-        v.push(Strategy::Rtm);
-        v.push(Strategy::RtmCoarse);
-    }
-    v
+    Strategy::available()
 }
 
 fn nat(strategy: Strategy, workers: usize, stripes: usize, cfg: NatConfig) -> Arc<Nat> {
@@ -42,8 +37,10 @@ fn run_frames(nat: &Arc<Nat>, per_worker: Vec<Vec<Vec<u8>>>, pcap: Option<PathBu
         packets_per_worker: n,
         pin: false,
         pcap_out: pcap,
-        // a ring that holds a whole test's traffic: no congestion drops under affinity
-        handoff_ring: 8192,
+        // a ring and a pool that hold a worker's whole traffic: no congestion or buffer
+        // drop under affinity, however the workers are scheduled
+        handoff_ring: (n as usize).next_power_of_two().max(1024),
+        buffers: (n as usize).max(8192) + 1024,
         ..RunConfig::default()
     };
     let r = run(nat, move |w| frames[w].clone(), &cfg).unwrap();

@@ -59,6 +59,32 @@ pub struct ConflictRow {
     pub packets_by_line: f64,
 }
 
+impl ConflictRow {
+    /// The rows as a text table, one line a window, shares in percent.
+    ///
+    /// ```
+    /// use pktvec_state::profile::{ConflictRow, Profiler};
+    /// let t = ConflictRow::table(&Profiler::default().conflicts(2..=3));
+    /// assert!(t.starts_with("  window  pairs/object"));
+    /// assert_eq!(t.lines().count(), 3);
+    /// ```
+    pub fn table(rows: &[ConflictRow]) -> String {
+        let mut s =
+            String::from("  window  pairs/object  pairs/line  packets/object  packets/line\n");
+        for r in rows {
+            s += &format!(
+                "  {:>6}  {:>11.1}%  {:>9.1}%  {:>13.1}%  {:>11.1}%\n",
+                r.window,
+                100.0 * r.pairs_by_object,
+                100.0 * r.pairs_by_line,
+                100.0 * r.packets_by_object,
+                100.0 * r.packets_by_line
+            );
+        }
+        s
+    }
+}
+
 impl Profiler {
     /// Starts a packet's sets.
     pub fn begin_packet(&mut self) {

@@ -40,6 +40,23 @@ impl Strategy {
         Strategy::RtmCoarse,
     ];
 
+    /// The strategies this machine runs, in [`ALL`](Self::ALL)'s order: the RTM ones only
+    /// where RTM is detected and commits ([`Rtm::detect`](crate::rtm::Rtm::detect)).
+    ///
+    /// ```
+    /// use pktvec_state::Strategy;
+    /// let here = Strategy::available();
+    /// assert!(here.starts_with(&[Strategy::Coarse, Strategy::Fine, Strategy::Affinity]));
+    /// assert_eq!(here.len() == 5, pktvec_state::rtm::Rtm::detect().is_ok());
+    /// ```
+    pub fn available() -> Vec<Strategy> {
+        let rtm = crate::rtm::Rtm::detect().is_ok();
+        Strategy::ALL
+            .into_iter()
+            .filter(|s| rtm || !s.uses_rtm())
+            .collect()
+    }
+
     /// The name `--sync` takes.
     pub fn name(self) -> &'static str {
         match self {

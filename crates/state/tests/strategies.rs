@@ -14,13 +14,8 @@ fn hash(k: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The strategies this machine runs (RTM ones only where RTM commits).
 fn strategies() -> Vec<Strategy> {
-    let rtm = Rtm::detect().is_ok();
-    Strategy::ALL
-        .into_iter()
-        .filter(|s| rtm || !s.uses_rtm())
-        .collect()
+    Strategy::available()
 }
 
 fn domain(strategy: Strategy, workers: usize, stripes: usize) -> Arc<Domain> {
