@@ -41,7 +41,8 @@ fn cached<T: Clone>(cache: &Cache<T>, workers: usize, make: impl FnOnce() -> T) 
 fn in_key(f: &[u8]) -> Option<nat::InKey> {
     let ip = f.get(14..34)?;
     let l4 = 14 + usize::from(ip[0] & 15) * 4;
-    let word = |at: usize| -> Option<u16> { Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?])) };
+    let word =
+        |at: usize| -> Option<u16> { Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?])) };
     let (sport, dport) = match ip[9] {
         1 => (word(l4 + 4)?, 0),
         _ => (word(l4)?, word(l4 + 2)?),
@@ -88,7 +89,11 @@ pub fn case(name: &str) -> Res<Case> {
                 )?);
                 let inside = cached(&cache, workers, || {
                     let traffic = nat::NatTraffic::new(2000, 1);
-                    Arc::new((0..workers).map(|w| traffic.frames(w, FRAMES / 2)).collect())
+                    Arc::new(
+                        (0..workers)
+                            .map(|w| traffic.frames(w, FRAMES / 2))
+                            .collect(),
+                    )
                 });
                 let first = {
                     let f: Frames = inside.iter().cloned().map(Arc::new).collect();
