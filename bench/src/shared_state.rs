@@ -57,6 +57,9 @@ pub struct Args {
     /// Rounds of the offered-rate search (each searches every strategy; the median is kept)
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Do not measure the flow table against rte_hash (the NFs only)
+    #[arg(long)]
+    no_table: bool,
     /// Do not run dpdk-test (the table rows then have no anchor)
     #[arg(long)]
     no_dpdk: bool,
@@ -537,7 +540,7 @@ pub fn run(args: Args) -> Res<()> {
         MW_KEYS_PER_CORE
     };
     let rw_keys = if quick { 1 << 17 } else { 1 << 21 };
-    let (dpdk_mw, dpdk_rw) = if args.no_dpdk {
+    let (dpdk_mw, dpdk_rw) = if args.no_dpdk || args.no_table {
         (None, None)
     } else {
         let mw = dpdk_multiwriter()?;
@@ -549,7 +552,7 @@ pub fn run(args: Args) -> Res<()> {
         (Some(mw), Some(rw))
     };
     let mut table_rows = Vec::new();
-    for &s in &strategies {
+    for &s in strategies.iter().filter(|_| !args.no_table) {
         let (ins, ist) = table_multiwriter(s, 2, mw_keys)?;
         let (look, lst) = table_read_while_write(s, rw_keys)?;
         println!(
