@@ -57,6 +57,9 @@ pub struct Args {
     /// Rounds of the offered-rate search (each searches every strategy; the median is kept)
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Print the drops of every offered run that lost packets
+    #[arg(long)]
+    verbose: bool,
     /// Do not measure the flow table against rte_hash (the NFs only)
     #[arg(long)]
     no_table: bool,
@@ -341,6 +344,8 @@ pub struct Search {
     pub run_ms: u64,
     /// Bisection steps.
     pub steps: usize,
+    /// Print why each failing run failed.
+    pub verbose: bool,
 }
 
 /// One NF under one strategy.
@@ -428,7 +433,7 @@ pub fn search<N: Nf>(
             };
             let r = run(&nf, &frames, &cfg)?;
             if overload_drops(&r) > 0 {
-                if std::env::var_os("PKTVEC_DEBUG").is_some() {
+                if s.verbose {
                     eprintln!(
                         "{} {strategy} at {rate:.0}/s: overflow {} congestion {} no buffer {}",
                         N::NAME,
@@ -595,6 +600,7 @@ pub fn run(args: Args) -> Res<()> {
         runs: if quick { 3 } else { args.runs },
         run_ms: if quick { 10 } else { args.run_ms },
         steps: if quick { 3 } else { args.steps },
+        verbose: args.verbose,
     };
     let rounds = if quick { 1 } else { args.rounds.max(1) };
     let mut nf_detail = Vec::new();
