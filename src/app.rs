@@ -225,6 +225,7 @@ pub struct Run {
     name: String,
     trace: usize,
     progress: Option<u64>,
+    latency: bool,
 }
 
 impl Run {
@@ -235,12 +236,20 @@ impl Run {
             name: name.to_string(),
             trace: 0,
             progress: None,
+            latency: false,
         }
     }
 
     /// Traces the first `n` packets; the report holds the trace.
     pub fn trace(mut self, n: usize) -> Run {
         self.trace = n;
+        self
+    }
+
+    /// Measures each packet's latency from its input node to its sink
+    /// ([`pktvec_graph::latency`]); the report shows it next to the runtime table.
+    pub fn latency(mut self, on: bool) -> Run {
+        self.latency = on;
         self
     }
 
@@ -255,6 +264,9 @@ impl Run {
     pub fn run(&self, graph: &mut Graph) -> Report {
         if self.trace > 0 {
             graph.trace_add(self.trace);
+        }
+        if self.latency {
+            graph.latency_enable(true);
         }
         let start = Instant::now();
         // CPU time of this thread: on a shared machine the wall clock also counts the time
@@ -289,6 +301,7 @@ impl Run {
             created: graph.created(),
             conservation: graph.conservation(),
             trace: (self.trace > 0).then(|| graph.trace().to_string()),
+            latency: graph.latency(),
             #[cfg(feature = "dpdk")]
             ports: Vec::new(),
         }
@@ -319,6 +332,8 @@ pub struct Report {
     pub conservation: Conservation,
     /// The trace of the first packets, if [`Run::trace`] asked for one.
     pub trace: Option<String>,
+    /// Latency per sink, if [`Run::latency`] asked for it (else empty).
+    pub latency: pktvec_graph::LatencyTable,
     /// The DPDK ports' counters (`dpdk::DpdkPorts::report` fills it in).
     #[cfg(feature = "dpdk")]
     pub ports: Vec<dpdk::PortReport>,
@@ -399,6 +414,7 @@ impl Report {
             "errors": self.errors,
             "created": self.created,
             "conservation": self.conservation,
+            "latency": self.latency,
             "ports": ports,
         })
     }
@@ -410,6 +426,9 @@ impl fmt::Display for Report {
             writeln!(f, "{t}")?;
         }
         writeln!(f, "{}\n", self.runtime)?;
+        if !self.latency.rows.is_empty() {
+            writeln!(f, "{}", self.latency)?;
+        }
         writeln!(f, "{}", self.errors)?;
         if !self.created.rows.is_empty() {
             writeln!(f, "packets made by nodes:\n{}", self.created)?;

@@ -50,6 +50,9 @@ pub struct CommonArgs {
     /// Trace this many packets and print the trace.
     #[arg(long, default_value_t = 0)]
     pub trace: usize,
+    /// Measure each packet's latency from input to output (p50/p99/p99.9/max per sink).
+    #[arg(long)]
+    pub latency: bool,
     /// Print the statistics as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -238,6 +241,7 @@ impl CommonArgs {
         #[cfg_attr(not(feature = "dpdk"), allow(unused_mut))]
         let mut report = Run::new(name)
             .trace(self.trace)
+            .latency(self.latency)
             .progress(self.packets)
             .run(graph);
         #[cfg(feature = "dpdk")]
@@ -340,9 +344,12 @@ impl CommonArgs {
             let calibrator = tune::Calibrator::new().packets(4_000).reps(1);
             cfg = cfg.with_turn(tune::worker_tuner(calibrator, Default::default(), 64));
         }
+        let latency = self.latency;
         let report = Workers::run(cfg, move |w| {
             let mine = worker_ports(&shared, w.id).map_err(|e| e.to_string())?;
-            graph(&mine, w.id).map_err(|e| e.to_string().into())
+            let mut g = graph(&mine, w.id).map_err(|e| e.to_string())?;
+            g.latency_enable(latency);
+            Ok(g)
         })?;
         println!("{report}");
         let packets = report.input_packets() as f64;

@@ -159,11 +159,14 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         }
     }
 
-    /// Work done on every packet that leaves this node: trace marking for input nodes,
-    /// capture taps, and the emitted count.
+    /// Work done on every packet that leaves this node: trace marking and latency stamps
+    /// for input nodes, capture taps, and the emitted count.
     #[inline(always)]
     fn leaving(&mut self, bis: &[u32]) {
         self.emitted += bis.len() as u64;
+        if self.is_input && self.rt.latency.on {
+            self.rt.latency.stamp(bis, crate::clock::now());
+        }
         if self.is_input && self.rt.trace.budget > 0 {
             self.mark_traced(bis);
         }
@@ -335,6 +338,9 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             return false;
         }
         self.emitted += n as u64;
+        if self.is_input && self.rt.latency.on {
+            self.rt.latency.stamp(&frame.bufs, crate::clock::now());
+        }
         let t = self.arcs[next.index() as usize];
         let p = self.rt.hand_over(t, frame);
         // Everything pending was raw (`can_enqueue_raw`), and so is what came.

@@ -211,6 +211,7 @@ impl Graph {
                 created_base: names.created_base,
                 unreceived: 0,
                 unbuffered_drops: 0,
+                latency: Default::default(),
             },
             error_names: names.errors,
             created_names: names.created,
@@ -456,6 +457,9 @@ impl Graph {
                 record_entry(&slots[idu], id, rt, error_names, spare);
             }
             let slot = &mut slots[idu];
+            if rt.latency.on && slot.kind == NodeKind::Sink {
+                rt.latency.record(idu, &spare.bufs, clock::now());
+            }
             slot.node
                 .process_dyn(rt, &slot.arcs, id, slot.error_base, false, spare);
             spare.clear();
@@ -501,6 +505,40 @@ impl Graph {
             let idx = p.meta().trace_index;
             self.rt.trace.record(idx, &slot.name, text);
         }
+    }
+
+    /// Starts (`true`) or stops measuring each packet's latency from leaving an input node
+    /// to reaching a sink (see [`latency`](crate::latency)); starting clears what was
+    /// measured. Off by default.
+    pub fn latency_enable(&mut self, on: bool) {
+        let l = &mut self.rt.latency;
+        l.on = on;
+        if on {
+            l.stamps = vec![0; self.rt.pool.capacity()];
+            l.hists = (0..self.slots.len())
+                .map(|_| crate::latency::Histogram::default())
+                .collect();
+        }
+    }
+
+    /// Whether latency is being measured.
+    pub fn latency_enabled(&self) -> bool {
+        self.rt.latency.on
+    }
+
+    /// The latency to each sink that received packets since measuring started (empty when
+    /// it never was).
+    pub fn latency(&self) -> crate::latency::LatencyTable {
+        let rows = self
+            .rt
+            .latency
+            .hists
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(i, h)| crate::latency::LatencyRow::of(&self.slots[i].name, h))
+            .collect();
+        crate::latency::LatencyTable { rows }
     }
 
     /// Traces the next `n` packets produced by input nodes (adds to any budget left).

@@ -40,6 +40,8 @@ pub(crate) struct Runtime {
     pub unreceived: u64,
     /// Packets dropped without a buffer: `unreceived` plus copies nodes could not make.
     pub unbuffered_drops: u64,
+    /// Per-packet latency (off by default).
+    pub latency: crate::latency::Latency,
 }
 
 /// What waits for one node.

@@ -396,6 +396,9 @@ pub struct RunConfig {
     pub graph: GraphConfig,
     /// Record every packet's read and write sets.
     pub profile: bool,
+    /// Measure each packet's latency from the input to `tx` (or a drop); the report
+    /// shows it per sink.
+    pub latency: bool,
     /// Write worker 0's output here (pcap).
     pub pcap_out: Option<PathBuf>,
 }
@@ -412,6 +415,7 @@ impl Default for RunConfig {
             pin: true,
             graph: GraphConfig::default(),
             profile: false,
+            latency: false,
             pcap_out: None,
         }
     }
@@ -531,7 +535,9 @@ pub fn run<N: Nf, T: Into<Arc<Vec<Vec<u8>>>>>(
                 })?
             }
         };
-        Ok(b.build(pool)?)
+        let mut g = b.build(pool)?;
+        g.latency_enable(cfg2.latency);
+        Ok(g)
     })?;
     if let Some(h) = &handoff {
         h.reclaim();

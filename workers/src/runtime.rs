@@ -294,6 +294,8 @@ pub struct WorkerReport {
     pub alloc_failures: u64,
     /// Its pool's refused frees (a buffer freed twice, or an index out of range).
     pub double_frees: u64,
+    /// Latency per sink, if its graph measured it ([`Graph::latency_enable`]).
+    pub latency: pktvec_graph::LatencyTable,
 }
 
 impl WorkerReport {
@@ -418,6 +420,12 @@ impl WorkersReport {
             .sum()
     }
 
+    /// Latency per sink, the workers' histograms merged (empty unless their graphs
+    /// measured it).
+    pub fn latency(&self) -> pktvec_graph::LatencyTable {
+        pktvec_graph::LatencyTable::merged(self.workers.iter().map(|w| &w.latency))
+    }
+
     /// Max over mean of the workers' input packets and busy cycles.
     pub fn imbalance(&self) -> Imbalance {
         let ratio = |xs: Vec<f64>| {
@@ -486,6 +494,10 @@ impl fmt::Display for WorkersReport {
         }
         if self.workers.len() > 1 {
             writeln!(f, "all workers:\n{}", self.runtime())?;
+        }
+        let latency = self.latency();
+        if !latency.rows.is_empty() {
+            writeln!(f, "{latency}")?;
         }
         let errors = self.errors();
         if !errors.rows.is_empty() {
@@ -747,6 +759,7 @@ where
         turn: driver.map_or_else(String::new, |d| d.summary()),
         alloc_failures: graph.pool().alloc_failures(),
         double_frees: graph.pool().double_frees(),
+        latency: graph.latency(),
     })
 }
 
