@@ -14,7 +14,6 @@ use pktvec_nf::runtime::{run, same_flow_share, Nf, NfRun, NfWorker, RunConfig};
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::wire::{MacAddr, TcpFlags};
 use pktvec_packet::{BufferPool, PoolConfig};
-use pktvec_state::rtm::Rtm;
 use pktvec_state::{Domain, Strategy, SyncConfig};
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -329,10 +328,6 @@ fn merged(refs: Vec<Reference>) -> Reference {
     m
 }
 
-fn strategies() -> Vec<Strategy> {
-    Strategy::available()
-}
-
 // ----- tests ---------------------------------------------------------------------------
 
 #[test]
@@ -435,7 +430,7 @@ fn every_strategy_on_one_worker_matches_the_reference() {
     let (frames, refs) = traffic(1, 4000);
     let rf = merged(refs);
     assert!(rf.flows_decided[&Class::Http] > 0 && rf.flows_decided[&Class::NotHttp] > 0);
-    for s in strategies() {
+    for s in Strategy::available() {
         let (nf, r) = run_on(s, &frames, quiet_config());
         conserved(&r, 4000);
         assert_eq!(
@@ -451,7 +446,7 @@ fn every_strategy_on_one_worker_matches_the_reference() {
 fn every_strategy_on_two_workers_matches_the_reference() {
     let (frames, refs) = traffic(2, 2500);
     let rf = merged(refs);
-    for s in strategies() {
+    for s in Strategy::available() {
         let (nf, r) = run_on(s, &frames, quiet_config());
         conserved(&r, 5000);
         assert_eq!(
@@ -463,25 +458,6 @@ fn every_strategy_on_two_workers_matches_the_reference() {
         if s == Strategy::Affinity {
             let h = r.handoff.as_ref().expect("handoff");
             assert!(h.handed_off > 0 && h.congestion_drops == 0, "{r}");
-        }
-    }
-}
-
-#[test]
-fn rtm_where_absent_is_a_clear_error() {
-    for s in [Strategy::Rtm, Strategy::RtmCoarse] {
-        let d = Domain::new(SyncConfig {
-            strategy: s,
-            workers: 1,
-            stripes: 64,
-            ..SyncConfig::default()
-        });
-        match Rtm::detect() {
-            Ok(_) => assert!(d.is_ok()),
-            Err(_) => {
-                let e = d.expect_err("no RTM here").to_string();
-                assert!(e.contains("rtm"), "{e}");
-            }
         }
     }
 }

@@ -10,16 +10,11 @@ use pktvec_nf::dhcpd::{
 };
 use pktvec_nf::runtime::{run, same_flow_share, Nf, NfRun, NfWorker, RunConfig};
 use pktvec_packet::{BufferPool, PoolConfig};
-use pktvec_state::rtm::Rtm;
 use pktvec_state::{Domain, Strategy, SyncConfig};
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-fn strategies() -> Vec<Strategy> {
-    Strategy::available()
-}
 
 fn domain(strategy: Strategy, workers: usize, stripes: usize) -> Arc<Domain> {
     Domain::new(SyncConfig {
@@ -400,7 +395,7 @@ fn one_worker_matches_the_reference_server_under_every_strategy() {
         kinds(msg::ACK) > 1000 && kinds(msg::NAK) > 0 && kinds(msg::OFFER) > 100 && pings > 100
     );
     assert!(m.consumed.contains_key("consumed: ping reply"));
-    for s in strategies() {
+    for s in Strategy::available() {
         let d = domain(s, 1, STRIPES);
         let nf = Arc::new(Dhcpd::new(&d, cfg.clone()));
         let path = tmp(&format!("model-{s}.pcap"));
@@ -944,21 +939,6 @@ fn expiry_returns_leases_offers_and_declined_addresses() {
         Out::Reply(msg::NAK, ..)
     ));
     assert_eq!(nf.lease_counts().free, 16);
-}
-
-#[test]
-fn rtm_without_rtm_is_a_clear_error() {
-    if Rtm::detect().is_ok() {
-        return;
-    }
-    for s in [Strategy::Rtm, Strategy::RtmCoarse] {
-        let e = Domain::new(SyncConfig {
-            strategy: s,
-            ..SyncConfig::default()
-        })
-        .unwrap_err();
-        assert!(e.to_string().contains(s.name()), "{e}");
-    }
 }
 
 #[test]

@@ -11,7 +11,6 @@ use pktvec_nf::runtime::{run, Nf, NfRun, NfWorker, RunConfig};
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::wire::{Ipv4Packet, MacAddr, TcpFlags, UdpPacket};
 use pktvec_packet::{BufferPool, PoolConfig};
-use pktvec_state::rtm::Rtm;
 use pktvec_state::{Domain, Strategy, SyncConfig};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -90,10 +89,6 @@ fn reference(frames: &[Vec<u8>]) -> Reference {
     r
 }
 
-fn strategies() -> Vec<Strategy> {
-    Strategy::available()
-}
-
 fn domain(strategy: Strategy, workers: usize) -> Arc<Domain> {
     Domain::new(SyncConfig {
         strategy,
@@ -160,7 +155,7 @@ fn detections_equal_the_ground_truth_under_every_strategy() {
             let both = seen.values().filter(|s| s[0] && s[1]).count();
             assert!(both > 500, "{both} messages split across workers");
         }
-        for strategy in strategies() {
+        for strategy in Strategy::available() {
             let what = format!("{strategy} on {workers} workers");
             let d = domain(strategy, workers);
             let nf = Arc::new(Intruder::new(&d, config()).unwrap());
@@ -221,21 +216,6 @@ fn detections_equal_the_ground_truth_under_every_strategy() {
                 assert!(h.handed_off > 0);
             }
         }
-    }
-}
-
-#[test]
-fn rtm_where_absent_is_a_clear_error() {
-    if Rtm::detect().is_ok() {
-        return;
-    }
-    for s in [Strategy::Rtm, Strategy::RtmCoarse] {
-        let e = Domain::new(SyncConfig {
-            strategy: s,
-            ..SyncConfig::default()
-        })
-        .unwrap_err();
-        assert!(e.to_string().contains(s.name()), "{e}");
     }
 }
 
@@ -431,7 +411,7 @@ fn malformed_fragments_are_counted_drops() {
     }
     let frames: Vec<Vec<u8>> = bad.iter().map(|(f, _)| f.clone()).collect();
     for workers in [1, 2] {
-        for strategy in strategies() {
+        for strategy in Strategy::available() {
             let what = format!("{strategy} on {workers} workers");
             let d = domain(strategy, workers);
             let nf = Arc::new(Intruder::new(&d, config()).unwrap());
@@ -460,7 +440,7 @@ fn inconsistent_duplicate_overlapping_fragments_and_holes() {
     let n = frames.len() as u64;
     let dropped: u64 = drops.iter().map(|d| d.1).sum();
     for workers in [1, 2] {
-        for strategy in strategies() {
+        for strategy in Strategy::available() {
             let what = format!("{strategy} on {workers} workers");
             let d = domain(strategy, workers);
             let nf = Arc::new(Intruder::new(&d, config()).unwrap());

@@ -15,10 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn strategies() -> Vec<Strategy> {
-    Strategy::available()
-}
-
 fn nat(strategy: Strategy, workers: usize, stripes: usize, cfg: NatConfig) -> Arc<Nat> {
     let d = Domain::new(SyncConfig {
         strategy,
@@ -415,7 +411,7 @@ fn traffic_has_the_seeds_locality() {
 
 #[test]
 fn matches_the_reference_model_on_one_worker() {
-    for s in strategies() {
+    for s in Strategy::available() {
         let nat = nat(
             s,
             1,
@@ -561,7 +557,7 @@ fn expiry_frees_every_session_and_port() {
 
 #[test]
 fn bad_input_is_counted_never_a_panic() {
-    for s in strategies() {
+    for s in Strategy::available() {
         let nat = nat(
             s,
             1,
@@ -694,20 +690,5 @@ fn a_real_capture_runs_through() {
     }
     if ran == 0 {
         eprintln!("no capture under {}: skipped", dir.display());
-    }
-}
-
-#[test]
-fn rtm_without_rtm_is_a_clear_error() {
-    if pktvec_state::rtm::Rtm::detect().is_ok() {
-        return;
-    }
-    for s in [Strategy::Rtm, Strategy::RtmCoarse] {
-        let e = Domain::new(SyncConfig {
-            strategy: s,
-            ..SyncConfig::default()
-        })
-        .unwrap_err();
-        assert!(e.to_string().contains(s.name()), "{e}");
     }
 }

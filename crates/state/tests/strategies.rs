@@ -14,10 +14,6 @@ fn hash(k: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-fn strategies() -> Vec<Strategy> {
-    Strategy::available()
-}
-
 fn domain(strategy: Strategy, workers: usize, stripes: usize) -> Arc<Domain> {
     Domain::new(SyncConfig {
         strategy,
@@ -31,7 +27,7 @@ fn domain(strategy: Strategy, workers: usize, stripes: usize) -> Arc<Domain> {
 /// Two workers count packets of 500 flows in one table: every count is exact.
 #[test]
 fn concurrent_counts_are_exact_under_every_strategy() {
-    for s in strategies() {
+    for s in Strategy::available() {
         let workers = 2;
         let d = domain(s, workers, 64);
         let t = Arc::new(FlowTable::<u64, u64>::new(
@@ -93,7 +89,7 @@ fn concurrent_counts_are_exact_under_every_strategy() {
 /// different stripes) under the strategies that can hold two stripes from any worker.
 #[test]
 fn two_stripe_sections_are_atomic() {
-    for s in strategies()
+    for s in Strategy::available()
         .into_iter()
         .filter(|&s| s != Strategy::Affinity)
     {
@@ -190,7 +186,7 @@ fn rtm_is_detected_or_refused_clearly() {
 /// Expiry while two workers insert: no record is lost or counted twice.
 #[test]
 fn expiry_while_inserting_loses_no_record() {
-    for s in strategies() {
+    for s in Strategy::available() {
         let d = domain(s, 2, 32);
         let t = Arc::new(FlowTable::<u64, u32>::new(
             &d,
