@@ -669,24 +669,8 @@ impl Harness {
                 .extend(frames.iter().cloned());
         }
 
-        // Pool pressure: all but `free` buffers held out of the pool.
-        if let Some(free) = input.free_buffers {
-            let n = g.pool().free_count().saturating_sub(free);
-            self.held.resize(n, 0);
-            let got = g.pool_mut().alloc_bulk(&mut self.held);
-            self.held.truncate(got);
-        }
-
-        g.run_until_idle();
-
-        let held = std::mem::take(&mut self.held);
-        assert_eq!(
-            g.pool_mut().free_bulk(&held),
-            held.len(),
-            "held buffers free"
-        );
-        self.held = held;
-        self.held.clear();
+        // Pool pressure: all but `free` buffers held out of the pool during the run.
+        pktvec_fuzz::targets::run_under_pressure(g, input.free_buffers, &mut self.held);
 
         if trace {
             black_box(g.trace().to_string());

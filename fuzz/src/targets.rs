@@ -298,24 +298,7 @@ impl Harness {
             }
         }
 
-        // Pool pressure: all but `free` buffers held out of the pool during the run.
-        if let Some(free) = input.free_buffers {
-            let n = g.pool().free_count().saturating_sub(free);
-            self.held.resize(n, 0);
-            let got = g.pool_mut().alloc_bulk(&mut self.held);
-            self.held.truncate(got);
-        }
-
-        g.run_until_idle();
-
-        let held = std::mem::take(&mut self.held);
-        assert_eq!(
-            g.pool_mut().free_bulk(&held),
-            held.len(),
-            "held buffers free"
-        );
-        self.held = held;
-        self.held.clear();
+        run_under_pressure(g, input.free_buffers, &mut self.held);
 
         if trace {
             black_box(g.trace().to_string());
@@ -647,3 +630,22 @@ target!(
     || vec![crypto_harness(false), crypto_harness(true)],
     |i| i.variant as usize
 );
+
+/// Runs `g` until idle with all but `free` of its pool's buffers held out of the pool
+/// (pool pressure; `None`: no pressure), then gives them back; `held` is scratch kept
+/// between inputs so nothing allocates per input once it has grown.
+pub fn run_under_pressure(g: &mut Graph, free: Option<usize>, held: &mut Vec<u32>) {
+    if let Some(free) = free {
+        let n = g.pool().free_count().saturating_sub(free);
+        held.resize(n, 0);
+        let got = g.pool_mut().alloc_bulk(held);
+        held.truncate(got);
+    }
+    g.run_until_idle();
+    assert_eq!(
+        g.pool_mut().free_bulk(held),
+        held.len(),
+        "held buffers free"
+    );
+    held.clear();
+}
