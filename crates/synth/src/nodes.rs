@@ -28,6 +28,8 @@ next_nodes! {
         Next = "drop",
         /// Past the remaining parse stages (chain variant: parsing ended early).
         Done = "drop",
+        /// Not PTP: straight to `forward_table`, untouched (the twin's `jmpneq FWD`).
+        Unparsed = "drop",
     }
 }
 
@@ -111,12 +113,15 @@ fn set_parsed(m: &mut BufferMeta, n: u32, sel: u16, off: usize) {
 #[inline(always)]
 fn parse_one(s: &ParseSpec, all: bool, p: &mut PacketMut<'_>) -> V {
     let d = p.data();
-    if d.len() < GENERIC {
+    if d.len() < ETH_LEN {
         return Verdict::Drop(SynthError::Truncated);
     }
     if be16(d, 12) != ETHERTYPE_PTP {
         set_parsed(p.meta_mut(), 0, 0, ETH_LEN);
-        return Verdict::Next(StageNext::Done);
+        return Verdict::Next(StageNext::Unparsed);
+    }
+    if d.len() < GENERIC {
+        return Verdict::Drop(SynthError::Truncated);
     }
     let mut sel = u16::from(d[PTP_RESERVED2]);
     if s.kv {

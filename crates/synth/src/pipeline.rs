@@ -2,8 +2,9 @@
 //! [`GraphBuilder`] between the caller's input node and transmit node, and the table
 //! contents both this graph and the SWX twin load.
 //!
-//! Every program is `parse → [the feature's nodes] → forward_table → tx`; the parse and
-//! table benchmarks come as a node-per-stage chain or one fused node ([`Variant`]).
+//! Every program is `parse → [the feature's nodes] → forward_table → tx` (a packet that
+//! is not PTP goes from `parse` straight to `forward_table`); the parse and table
+//! benchmarks come as a node-per-stage chain or one fused node ([`Variant`]).
 //!
 //! ```
 //! use pktvec_graph::{GraphBuilder, GraphConfig};
@@ -315,6 +316,10 @@ pub fn add_to_shared(
             &stages[stages.len() - 1]
         };
         b.set_next(s, StageNext::Done, target);
+    }
+    // A packet that is not PTP skips the program, as in the twin.
+    if r.bench != Bench::Checksum {
+        b.set_next("parse", StageNext::Unparsed, "forward_table");
     }
     b.set_next("forward_table", StageNext::Next, tx);
     b.set_next("forward_table", StageNext::Done, tx);
