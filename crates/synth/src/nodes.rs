@@ -689,7 +689,7 @@ impl Node for HeaderRemove {
 }
 
 /// Field writes on the 16-field header after PTP: write `i` targets field `(i + 1) % 16`
-/// ([`Writes`]).
+/// ([`Writes`]). A packet without that header (the parser found none) passes untouched.
 pub struct FieldWrites {
     n: u32,
     kind: Writes,
@@ -709,6 +709,9 @@ impl Node for FieldWrites {
         let (n, kind) = (self.n as usize, self.kind);
         const F: usize = crate::record::WRITE_FIELDS as usize;
         cx.process_packets(frame, |p| {
+            if p.meta().user[0] == 0 {
+                return Verdict::Next(StageNext::Next);
+            }
             let Some(h) = p.data_mut().get_mut(GENERIC..GENERIC + 2 * F) else {
                 return Verdict::Drop(SynthError::Truncated);
             };
