@@ -299,7 +299,13 @@ impl Twin {
                     let _ = writeln!(s, "P_{g} : extract h.{g}");
                     if level + 1 < depth {
                         for j in 0..fanout {
-                            let _ = writeln!(s, "\tjmpeq P_{g}_{j} h.{g}.f0 {}", j + 1);
+                            // A tree's children are `<g>_<j>`, a chain's next `g_<level + 1>`.
+                            let child = if r.bench == Bench::ParseBranches {
+                                format!("{g}_{j}")
+                            } else {
+                                format!("g_{}", level + 1)
+                            };
+                            let _ = writeln!(s, "\tjmpeq P_{child} h.{g}.f0 {}", j + 1);
                         }
                     }
                     s.push_str("\tjmp PARSED\n");
