@@ -35,6 +35,8 @@ mod seed_figures;
 mod shared_state;
 mod shared_state_cases;
 mod sitting;
+mod swx;
+mod whippersnapper;
 
 /// pktvec's benchmarks, each against its anchor, in one tool.
 #[derive(Parser)]
@@ -77,6 +79,8 @@ enum Cmd {
     /// Stateful NFs (NAT, classifier, intruder, DHCP) under locks, flow affinity and RTM;
     /// the flow table vs rte_hash under concurrent writers
     SharedState(shared_state::Args),
+    /// Whippersnapper suite (seed 003): one feature at a time on pktvec and on DPDK's SWX P4 pipeline, same sitting
+    Whippersnapper(whippersnapper::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
 }
@@ -99,6 +103,7 @@ fn main() {
         Cmd::Multicore(a) => multicore::run(a),
         Cmd::RouteUpdates(a) => route_updates::run(a),
         Cmd::SharedState(a) => shared_state::run(a),
+        Cmd::Whippersnapper(a) => whippersnapper::run(a),
         Cmd::Scoreboard(a) => scoreboard::run(a),
     };
     if let Err(e) = result {

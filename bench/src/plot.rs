@@ -142,6 +142,52 @@ pub fn lines(
     Ok(())
 }
 
+/// A line chart as [`lines`] with a linear x axis (parameters that start at 0).
+pub fn lines_linear(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> PlotResult {
+    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
+    let (y0, y1) = ys.fold((0.0f64, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    if !(x0 < x1 && y1 > y0) {
+        return Ok(());
+    }
+    let pad = (y1 - y0) * 0.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 15))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, (y0 - pad.min(-y0).max(0.0))..(y1 + pad))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(k).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 fn shorten(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()

@@ -112,11 +112,6 @@ action set_key args instanceof key_args_t {
 \treturn
 }
 
-action hit args instanceof value_args_t {
-\tmov h.kv.value t.v
-\treturn
-}
-
 action nop args none {
 \treturn
 }
@@ -217,6 +212,9 @@ impl Twin {
         }
         s.push_str(METADATA);
         s.push('\n');
+        if kv {
+            s.push_str("action hit args instanceof value_args_t {\n\tmov h.kv.value t.v\n\treturn\n}\n\n");
+        }
         // Registers.
         let nregs = match (r.bench, r.registers) {
             (Bench::StateRead | Bench::StateWrite, Registers::Same) => 1,
@@ -295,17 +293,16 @@ impl Twin {
                     let _ = writeln!(s, "\tjmpeq P_g_{j} h.ptp.reserved2 {}", j + 1);
                 }
                 s.push_str("\tjmp PARSED\n");
-                for (g, level) in &generic {
+                for (k, (g, level)) in generic.iter().enumerate() {
                     let _ = writeln!(s, "P_{g} : extract h.{g}");
                     if level + 1 < depth {
-                        for j in 0..fanout {
-                            // A tree's children are `<g>_<j>`, a chain's next `g_<level + 1>`.
-                            let child = if r.bench == Bench::ParseBranches {
-                                format!("{g}_{j}")
-                            } else {
-                                format!("g_{}", level + 1)
-                            };
-                            let _ = writeln!(s, "\tjmpeq P_{child} h.{g}.f0 {}", j + 1);
+                        if r.bench == Bench::ParseBranches {
+                            for j in 0..fanout {
+                                let _ = writeln!(s, "\tjmpeq P_{g}_{j} h.{g}.f0 {}", j + 1);
+                            }
+                        } else {
+                            let next = &generic[k + 1].0;
+                            let _ = writeln!(s, "\tjmpeq P_{next} h.{g}.f0 1");
                         }
                     }
                     s.push_str("\tjmp PARSED\n");
