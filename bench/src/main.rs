@@ -35,6 +35,9 @@ mod seed_figures;
 mod shared_state;
 mod shared_state_cases;
 mod sitting;
+// Used by the P4 pipeline (whippersnapper) comparison, which is written separately.
+#[allow(dead_code)]
+mod swx;
 
 /// pktvec's benchmarks, each against its anchor, in one tool.
 #[derive(Parser)]

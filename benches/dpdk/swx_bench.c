@@ -83,7 +83,7 @@
 /* The source port reads at most this many packets when its `packets` argument is 0. */
 #define SOURCE_PKTS_DEFAULT 1024
 /* mbufs beyond the ones the source ports keep their traces in: packets in flight. */
-#define POOL_SLACK 8192
+#define POOL_SLACK 4096
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
