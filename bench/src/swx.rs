@@ -187,6 +187,7 @@ pub struct Swx {
     headers: PathBuf,
     mem_mib: usize,
     burst_instr: u32,
+    direct: bool,
     /// EAL prefixes used, whose runtime directories are removed on drop.
     tags: Mutex<Vec<String>>,
 }
@@ -201,6 +202,7 @@ impl Swx {
             headers,
             mem_mib: DEFAULT_MEM_MIB,
             burst_instr: 1000,
+            direct: true,
             tags: Mutex::new(Vec::new()),
         })
     }
@@ -217,6 +219,15 @@ impl Swx {
     /// the harness checks the input port's count between calls).
     pub fn burst_instr(mut self, k: u32) -> Swx {
         self.burst_instr = k;
+        self
+    }
+
+    /// Whether the exact-match tables' entries go straight into the pipeline's table objects
+    /// with the table's own add (swx_bench `--direct`, the default) or through the control
+    /// API, whose add is O(n^2) in the entries loaded (16K take about a second, 2^20 would
+    /// take hours). Wildcard/lpm tables and default entries always use the control API.
+    pub fn direct(mut self, direct: bool) -> Swx {
+        self.direct = direct;
         self
     }
 
@@ -290,6 +301,9 @@ impl Swx {
             args.push("--table".into());
             args.push(format!("{name}={}", file.display()));
         }
+        if self.direct {
+            args.push("--direct".into());
+        }
         args
     }
 
@@ -297,10 +311,11 @@ impl Swx {
     /// table's entries file (`(table name, file)`), and returns the harness waiting for
     /// `run` rounds ([`Served::round`]): each runs `packets` packets through input port 0 after
     /// a warm-up and yields the lines `packets P cycles C`, `out_packets O`, `drop_packets D`.
-    /// Its info lines: `tsc_hz`, `entries`, `mem_bytes` (DPDK heap taken by the pipeline and
-    /// its tables), `libc_bytes`, `ports_in`, `ports_out`. The iospec's input should be a
-    /// source with `loop 0`, its outputs sinks with `file none`; paths in it are relative to
-    /// this process's working directory, so write them absolute.
+    /// Its info lines: `tsc_hz`, `entries`, `load` (`direct` or `ctl`), `mem_bytes` (DPDK
+    /// heap held by the data path's tables and register arrays), `ctl_mem_bytes` (the control
+    /// API's shadow table copies), `libc_bytes`, `ports_in`, `ports_out`. The iospec's input
+    /// should be a source with `loop 0`, its outputs sinks with `file none`; paths in it are
+    /// relative to this process's working directory, so write them absolute.
     pub fn serve(
         &self,
         lib: &Path,
@@ -418,8 +433,9 @@ mod tests {
         out
     }
 
-    /// The forward example of benches/dpdk/swx end to end: compile, `once` (the frames for
-    /// port 1 and port 2 come out unchanged, the others are dropped), and a short `serve`.
+    /// The forward example of benches/dpdk/swx end to end: compile, `once` with the entries
+    /// loaded both ways (the frames for port 1 and port 2 come out unchanged, the others are
+    /// dropped), and a short `serve`.
     #[test]
     #[ignore = "needs cc, libdpdk-dev and DPDK's source headers (apt-get source; see benches/dpdk/README.md)"]
     fn forward_example_end_to_end() {
@@ -454,17 +470,27 @@ mod tests {
         }
         std::fs::write(&io, text).unwrap();
         let tables = [("forward_table".to_string(), ex.join("forward.entries"))];
-        let out = swx.once(&lib, &io, &tables).unwrap();
-        assert!(out.contains("in 30 out 20 drop 10"), "{out}");
-        for (port, dst) in [(1, dsts[0]), (2, dsts[1])] {
-            let want: Vec<Vec<u8>> = frames
-                .iter()
-                .filter(|f| f[..6] == dst.to_be_bytes()[2..])
-                .cloned()
-                .collect();
-            assert_eq!(read_pcap(&dir.path(&format!("out{port}.pcap"))), want);
+        // Both ways of loading the entries.
+        for direct in [false, true] {
+            let out = Swx::new()
+                .unwrap()
+                .mem_mib(256)
+                .direct(direct)
+                .once(&lib, &io, &tables)
+                .unwrap();
+            assert!(out.contains("in 30 out 20 drop 10"), "{out}");
+            let load = if direct { "load direct" } else { "load ctl" };
+            assert!(out.contains(load), "{out}");
+            for (port, dst) in [(1, dsts[0]), (2, dsts[1])] {
+                let want: Vec<Vec<u8>> = frames
+                    .iter()
+                    .filter(|f| f[..6] == dst.to_be_bytes()[2..])
+                    .cloned()
+                    .collect();
+                assert_eq!(read_pcap(&dir.path(&format!("out{port}.pcap"))), want);
+            }
+            assert!(read_pcap(&dir.path("out0.pcap")).is_empty());
         }
-        assert!(read_pcap(&dir.path("out0.pcap")).is_empty());
 
         let io = dir.path("serve.io");
         let mut text = format!(

@@ -11,37 +11,51 @@
  *       The C file is compiled into a shared object with DPDK's internal pipeline headers
  *       (see README.md).
  *
- *   serve --lib LIB.so --iospec IO [--table NAME=ENTRIES]... [--burst-instr K] --packets N
+ *   serve --lib LIB.so --iospec IO [--table NAME=ENTRIES]... [--direct] [--burst-instr K]
+ *         --packets N
  *       Creates the mbuf pools that IO names, builds the pipeline from LIB.so and IO
- *       (rte_swx_pipeline_build_from_lib), loads each table's entries file through the
- *       control API, commits once, prints its info lines and "ready". Then, for each line
- *       "run" on stdin: runs the pipeline untimed for a quarter of N packets (warm-up), then
- *       calls rte_swx_pipeline_run(p, K) until input port 0 has received at least N more
- *       packets, and prints
+ *       (rte_swx_pipeline_build_from_lib), loads each table's entries file, commits once,
+ *       prints its info lines and "ready". Then, for each line "run" on stdin: runs the
+ *       pipeline untimed for a quarter of N packets (warm-up), then calls
+ *       rte_swx_pipeline_run(p, K) (K = 1000 unless --burst-instr) until input port 0 has
+ *       received at least N more packets, and prints
  *           packets P cycles C      (P input packets in C TSC cycles)
- *           out_packets O           (output ports but the last)
- *           drop_packets D          (the last output port: where `drop` sends)
+ *           out_packets O           (IO's output ports)
+ *           drop_packets D          (the port the pipeline adds after them: `drop`)
  *           end
  *       Exits at end of input. IO's input port should be a source with `loop 0` (forever)
  *       and its output ports sinks with `file none`.
  *
- *   once --lib LIB.so --iospec IO [--table NAME=ENTRIES]...
+ *   once --lib LIB.so --iospec IO [--table NAME=ENTRIES]... [--direct]
  *       For equivalence checks: the same set-up, then runs the pipeline until no input port
  *       has advanced for a long while (IO's sources should have `loop 1`), flushes, frees the
  *       pipeline (so that sink ports close their pcap files) and prints
  *           in X out Y drop Z
  *
+ * Entries go in through the control API (rte_swx_ctl_pipeline_table_entry_add, then one
+ * commit), as DPDK's own pipeline application does. Its add looks every new entry up in a
+ * linked list of the pending ones, so loading n entries takes O(n^2) time: 16K entries take
+ * about a second, 1M would take hours. With --direct, the entries of the tables that have
+ * an incremental add (the exact-match tables) are parsed by the control API but added, after
+ * the commit, with the table's own add operation straight into the table object the
+ * pipeline uses: the same operation the commit would call for each entry, minus the list.
+ * The other tables (wildcard/lpm, rebuilt from the whole list on a commit) and `default`
+ * lines still go through the control API.
+ *
  * Info lines of serve and once, before "ready" (serve) or the result (once):
  *   tsc_hz HZ
  *   entries N          table entries added (default entries not counted)
- *   mem_bytes B        DPDK heap (rte_malloc) bytes in use after building the pipeline,
- *                      adding the entries and committing, minus before (the mbuf pools are
- *                      created before and not counted). It holds what DPDK allocates with
- *                      rte_malloc: the exact-match and wildcard (ACL) table objects,
- *                      selector/learner tables, register and meter arrays.
- *   libc_bytes B       libc heap (mallinfo2 uordblks) growth over the same steps: the
- *                      pipeline's control structures (instructions, table state arrays) and
- *                      the control API's software copy of every entry.
+ *   load ctl|direct
+ *   mem_bytes B        DPDK heap (rte_malloc) bytes the data path's tables and arrays hold:
+ *                      the exact-match tables (allocated at their full `size` when built),
+ *                      the wildcard (ACL) tables as built from their entries, selector and
+ *                      learner tables, register and meter arrays. The mbuf pools are created
+ *                      before and not counted.
+ *   ctl_mem_bytes B    DPDK heap bytes of the control API's shadow copies of the tables that
+ *                      have an incremental add (it swaps copies on each commit).
+ *   libc_bytes B       libc heap (mallinfo2 uordblks) growth over the set-up: the pipeline's
+ *                      control structures and the control API's list of every entry it
+ *                      loaded (not those loaded --direct).
  *   ports_in N / ports_out N
  *
  * Entries files: one rte_swx_ctl_pipeline_table_entry_read line per entry
@@ -251,6 +265,10 @@ static void create_pools(const char *iospec_path)
 struct table_arg {
 	char name[RTE_SWX_NAME_SIZE];
 	const char *file;
+	/* Filled in by do_setup: */
+	uint32_t id;
+	struct rte_swx_table_ops ops;
+	int direct; /* regular entries go straight into the table object */
 };
 
 struct setup {
@@ -258,7 +276,7 @@ struct setup {
 	struct rte_swx_ctl_pipeline *ctl;
 	uint32_t n_ports_in, n_ports_out;
 	uint64_t entries;
-	uint64_t mem_bytes;
+	uint64_t mem_bytes, ctl_mem_bytes;
 	int64_t libc_bytes;
 };
 
@@ -285,7 +303,30 @@ static void entry_free(struct rte_swx_table_entry *e)
 	free(e);
 }
 
-static uint64_t load_entries(struct rte_swx_ctl_pipeline *ctl, const struct table_arg *t)
+/* Whether `action_id` may be a regular entry's action in table `table_id`: the check the
+ * control API makes, which the direct path has to make itself. */
+static int action_allowed(struct rte_swx_pipeline *p, uint32_t table_id, uint64_t action_id)
+{
+	struct rte_swx_ctl_table_info info;
+	if (rte_swx_ctl_table_info_get(p, table_id, &info))
+		return 0;
+	for (uint32_t i = 0; i < info.n_actions; i++) {
+		struct rte_swx_ctl_table_action_info a;
+		if (rte_swx_ctl_table_action_info_get(p, table_id, i, &a) == 0 &&
+		    a.action_id == action_id)
+			return a.action_is_for_table_entries;
+	}
+	return 0;
+}
+
+/*
+ * One pass over a table's entries file. Pass 0 (before the commit) hands the control API
+ * every line, or only the `default` lines of a direct table; pass 1 (after the commit) adds
+ * a direct table's regular lines with the table's own add operation into the table object
+ * the pipeline uses (ts). Returns the regular entries added.
+ */
+static uint64_t load_entries(struct setup *s, const struct table_arg *t, int pass,
+			     struct rte_swx_table_state *ts)
 {
 	FILE *f = fopen(t->file, "r");
 	if (f == NULL)
@@ -293,15 +334,18 @@ static uint64_t load_entries(struct rte_swx_ctl_pipeline *ctl, const struct tabl
 	char line[LINE_MAX_LEN];
 	uint64_t n = 0;
 	for (uint32_t line_no = 1; fgets(line, sizeof(line), f); line_no++) {
-		const char *s = line;
-		while (*s == ' ' || *s == '\t')
-			s++;
-		int is_default = strncmp(s, "default", 7) == 0 && (s[7] == ' ' || s[7] == '\t');
+		const char *l = line;
+		while (*l == ' ' || *l == '\t')
+			l++;
+		int is_default = strncmp(l, "default", 7) == 0 && (l[7] == ' ' || l[7] == '\t');
 		if (is_default)
-			s += 7;
+			l += 7;
+		int via_ctl = !t->direct || is_default;
+		if (via_ctl != (pass == 0))
+			continue;
 		int blank = 0;
 		struct rte_swx_table_entry *e =
-			rte_swx_ctl_pipeline_table_entry_read(ctl, t->name, s, &blank);
+			rte_swx_ctl_pipeline_table_entry_read(s->ctl, t->name, l, &blank);
 		if (e == NULL) {
 			if (blank && !is_default)
 				continue;
@@ -310,13 +354,24 @@ static uint64_t load_entries(struct rte_swx_ctl_pipeline *ctl, const struct tabl
 			    "number): %s",
 			    t->file, line_no, t->name, line);
 		}
-		int status = is_default
-				     ? rte_swx_ctl_pipeline_table_default_entry_add(ctl, t->name, e)
-				     : rte_swx_ctl_pipeline_table_entry_add(ctl, t->name, e);
+		int status;
+		const char *what;
+		if (is_default) {
+			what = "default_entry_add";
+			status = rte_swx_ctl_pipeline_table_default_entry_add(s->ctl, t->name, e);
+		} else if (!t->direct) {
+			what = "entry_add";
+			status = rte_swx_ctl_pipeline_table_entry_add(s->ctl, t->name, e);
+		} else {
+			what = "the table's add";
+			status = action_allowed(s->p, t->id, e->action_id)
+					 ? t->ops.add(ts[t->id].obj, e)
+					 : -EINVAL;
+		}
 		entry_free(e);
 		if (status)
-			die("%s:%u: table %s: %s failed (%s): %s", t->file, line_no, t->name,
-			    is_default ? "default_entry_add" : "entry_add", strerror(-status), line);
+			die("%s:%u: table %s: %s failed (%s): %s", t->file, line_no, t->name, what,
+			    strerror(-status), line);
 		if (!is_default)
 			n++;
 	}
@@ -324,8 +379,38 @@ static uint64_t load_entries(struct rte_swx_ctl_pipeline *ctl, const struct tabl
 	return n;
 }
 
+/* Finds table `t` and decides how its entries go in. */
+static void table_resolve(struct rte_swx_pipeline *p, uint32_t n_tables, struct table_arg *t,
+			  int direct)
+{
+	for (uint32_t i = 0; i < n_tables; i++) {
+		struct rte_swx_ctl_table_info info;
+		if (rte_swx_ctl_table_info_get(p, i, &info) == 0 && strcmp(info.name, t->name) == 0) {
+			int is_stub = 0;
+			t->id = i;
+			memset(&t->ops, 0, sizeof(t->ops));
+			if (rte_swx_ctl_table_ops_get(p, i, &t->ops, &is_stub))
+				die("table %s: rte_swx_ctl_table_ops_get failed", t->name);
+			/* Only tables with an incremental add (the exact-match ones) can take entries
+			 * directly; the wildcard (ACL) tables are rebuilt from the whole list on a
+			 * commit, which the control API does. */
+			t->direct = direct && !is_stub && t->ops.add != NULL;
+			return;
+		}
+	}
+	die("--table %s: the pipeline has no such table", t->name);
+}
+
+/*
+ * Builds the pipeline and loads the entries. The DPDK heap is read four times: before the
+ * build (h0), after it (h1: the pipeline's tables, created at their full size, and register
+ * and meter arrays), after creating the control API (h2: it keeps a second, shadow copy of
+ * every table that has an incremental add, and swaps copies on each commit), and at the end
+ * (h3). mem_bytes = (h3 - h0) - (h2 - h1): what the data path's tables and arrays hold;
+ * ctl_mem_bytes = h2 - h1: the control API's shadow copies.
+ */
 static void do_setup(struct setup *s, const char *lib, const char *iospec_path,
-		     const struct table_arg *tables, int n_tables)
+		     struct table_arg *tables, int n_tables, int direct)
 {
 	memset(s, 0, sizeof(*s));
 	create_pools(iospec_path);
@@ -333,7 +418,7 @@ static void do_setup(struct setup *s, const char *lib, const char *iospec_path,
 	FILE *io = fopen(iospec_path, "r");
 	if (io == NULL)
 		die("cannot open %s: %s", iospec_path, strerror(errno));
-	uint64_t heap0 = heap_in_use();
+	uint64_t h0 = heap_in_use();
 	struct mallinfo2 mi0 = mallinfo2();
 
 	(void)dlerror();
@@ -348,23 +433,39 @@ static void do_setup(struct setup *s, const char *lib, const char *iospec_path,
 		    "library, or a library built from another spec)",
 		    lib, iospec_path, strerror(-status), dl ? "; dlerror: " : "", dl ? dl : "");
 	}
+	uint64_t h1 = heap_in_use();
 	s->ctl = rte_swx_ctl_pipeline_create(s->p);
 	if (s->ctl == NULL)
 		die("rte_swx_ctl_pipeline_create failed");
-	for (int i = 0; i < n_tables; i++)
-		s->entries += load_entries(s->ctl, &tables[i]);
-	status = rte_swx_ctl_pipeline_commit(s->ctl, 1);
-	if (status)
-		die("rte_swx_ctl_pipeline_commit failed: %s (a table over its size?)",
-		    strerror(-status));
-
-	struct mallinfo2 mi1 = mallinfo2();
-	s->mem_bytes = heap_in_use() - heap0;
-	s->libc_bytes = (int64_t)mi1.uordblks - (int64_t)mi0.uordblks;
+	uint64_t h2 = heap_in_use();
 
 	struct rte_swx_ctl_pipeline_info info;
 	if (rte_swx_ctl_pipeline_info_get(s->p, &info))
 		die("rte_swx_ctl_pipeline_info_get failed");
+	for (int i = 0; i < n_tables; i++)
+		table_resolve(s->p, info.n_tables, &tables[i], direct);
+
+	for (int i = 0; i < n_tables; i++)
+		s->entries += load_entries(s, &tables[i], 0, NULL);
+	status = rte_swx_ctl_pipeline_commit(s->ctl, 1);
+	if (status)
+		die("rte_swx_ctl_pipeline_commit failed: %s (a table over its size?)",
+		    strerror(-status));
+	/* After the commit (and never another one, which would swap back to the control API's
+	 * copies, which lack these entries): the table objects the pipeline now uses. */
+	struct rte_swx_table_state *ts = NULL;
+	if (rte_swx_pipeline_table_state_get(s->p, &ts) || ts == NULL)
+		die("rte_swx_pipeline_table_state_get failed");
+	for (int i = 0; i < n_tables; i++)
+		if (tables[i].direct)
+			s->entries += load_entries(s, &tables[i], 1, ts);
+
+	struct mallinfo2 mi1 = mallinfo2();
+	uint64_t h3 = heap_in_use();
+	s->ctl_mem_bytes = h2 - h1;
+	s->mem_bytes = (h3 - h0) - (h2 - h1);
+	s->libc_bytes = (int64_t)mi1.uordblks - (int64_t)mi0.uordblks;
+
 	s->n_ports_in = info.n_ports_in;
 	s->n_ports_out = info.n_ports_out;
 	if (s->n_ports_in == 0 || s->n_ports_out == 0)
@@ -372,7 +473,9 @@ static void do_setup(struct setup *s, const char *lib, const char *iospec_path,
 
 	printf("tsc_hz %" PRIu64 "\n", rte_get_tsc_hz());
 	printf("entries %" PRIu64 "\n", s->entries);
+	printf("load %s\n", direct ? "direct" : "ctl");
 	printf("mem_bytes %" PRIu64 "\n", s->mem_bytes);
+	printf("ctl_mem_bytes %" PRIu64 "\n", s->ctl_mem_bytes);
 	printf("libc_bytes %" PRId64 "\n", s->libc_bytes);
 	printf("ports_in %u\n", s->n_ports_in);
 	printf("ports_out %u\n", s->n_ports_out);
@@ -485,7 +588,8 @@ static int do_once(struct setup *s)
 	rte_swx_pipeline_flush(s->p);
 	uint64_t in = all_in_packets(s), out, drop;
 	out_totals(s, &out, &drop);
-	rte_swx_ctl_pipeline_free(s->ctl);
+	/* Not rte_swx_ctl_pipeline_free: the control API shares the wildcard tables' objects
+	 * with the pipeline, so freeing both would free those twice. */
 	rte_swx_pipeline_free(s->p); /* closes the sink ports' pcap files */
 	printf("in %" PRIu64 " out %" PRIu64 " drop %" PRIu64 "\n", in, out, drop);
 	fflush(stdout);
@@ -500,8 +604,9 @@ static void usage(void)
 {
 	die("usage: swx_bench <EAL args> -- codegen SPEC OUT_C\n"
 	    "       swx_bench <EAL args> -- serve --lib LIB.so --iospec IO "
-	    "[--table NAME=FILE]... [--burst-instr K] --packets N\n"
-	    "       swx_bench <EAL args> -- once --lib LIB.so --iospec IO [--table NAME=FILE]...");
+	    "[--table NAME=FILE]... [--direct] [--burst-instr K] --packets N\n"
+	    "       swx_bench <EAL args> -- once --lib LIB.so --iospec IO [--table NAME=FILE]... "
+	    "[--direct]");
 }
 
 int main(int argc, char **argv)
@@ -527,8 +632,13 @@ int main(int argc, char **argv)
 	int n_tables = 0;
 	uint32_t burst_instr = 1000;
 	uint64_t packets = 0;
+	int direct = 0;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
+		if (strcmp(a, "--direct") == 0) {
+			direct = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage();
 		const char *v = argv[++i];
@@ -559,7 +669,7 @@ int main(int argc, char **argv)
 		usage();
 
 	struct setup s;
-	do_setup(&s, lib, iospec, tables, n_tables);
+	do_setup(&s, lib, iospec, tables, n_tables, direct);
 	if (strcmp(mode, "once") == 0)
 		return do_once(&s);
 	return do_serve(&s, burst_instr, packets);
