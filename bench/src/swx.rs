@@ -188,7 +188,8 @@ pub struct Swx {
     mem_mib: usize,
     burst_instr: u32,
     direct: bool,
-    /// EAL prefixes used, whose runtime directories are removed on drop.
+    /// EAL prefixes of `serve` processes, whose runtime directories are removed on drop
+    /// (those of `codegen` and `once` go as soon as the process ends).
     tags: Mutex<Vec<String>>,
 }
 
@@ -231,14 +232,11 @@ impl Swx {
         self
     }
 
-    fn eal(&self, mem_mib: usize) -> Vec<String> {
+    /// A fresh EAL file-prefix tag and the harness's EAL arguments for it.
+    fn eal(mem_mib: usize) -> (String, Vec<String>) {
         let tag = format!("swx{}", NEXT_TAG.fetch_add(1, Ordering::Relaxed));
         let args = c_harness::eal_args(&tag, mem_mib);
-        self.tags
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tag);
-        args
+        (tag, args)
     }
 
     /// Translates `spec` into C (`<out_dir>/<stem>.c`) and compiles it into
@@ -253,13 +251,15 @@ impl Swx {
         std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
         let c = out_dir.join(format!("{stem}.c"));
         let so = out_dir.join(format!("{stem}.so"));
-        let mut args = self.eal(64);
+        let (tag, mut args) = Swx::eal(64);
         args.extend([
             "codegen".to_string(),
             spec.display().to_string(),
             c.display().to_string(),
         ]);
-        let out = Command::new(&self.bin).args(&args).output()?;
+        let out = Command::new(&self.bin).args(&args).output();
+        c_harness::remove_eal_dir(&tag);
+        let out = out?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             return Err(codegen_error(spec, &stderr).into());
@@ -288,8 +288,8 @@ impl Swx {
         lib: &Path,
         iospec: &Path,
         tables: &[(String, PathBuf)],
-    ) -> Vec<String> {
-        let mut args = self.eal(self.mem_mib);
+    ) -> (String, Vec<String>) {
+        let (tag, mut args) = Swx::eal(self.mem_mib);
         args.extend([
             mode.to_string(),
             "--lib".into(),
@@ -304,7 +304,7 @@ impl Swx {
         if self.direct {
             args.push("--direct".into());
         }
-        args
+        (tag, args)
     }
 
     /// Builds the pipeline from `lib` (from [`Swx::compile`]) and `iospec`, loads each
@@ -323,7 +323,11 @@ impl Swx {
         tables: &[(String, PathBuf)],
         packets: u64,
     ) -> Result<Served, Error> {
-        let mut args = self.pipeline_args("serve", lib, iospec, tables);
+        let (tag, mut args) = self.pipeline_args("serve", lib, iospec, tables);
+        self.tags
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tag);
         args.extend([
             "--burst-instr".to_string(),
             self.burst_instr.to_string(),
@@ -344,8 +348,10 @@ impl Swx {
         iospec: &Path,
         tables: &[(String, PathBuf)],
     ) -> Result<String, Error> {
-        let args = self.pipeline_args("once", lib, iospec, tables);
-        c_harness::run_once(&self.bin, &args)
+        let (tag, args) = self.pipeline_args("once", lib, iospec, tables);
+        let out = c_harness::run_once(&self.bin, &args);
+        c_harness::remove_eal_dir(&tag);
+        out
     }
 }
 
