@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 /// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 15] = [
+pub const AREAS: [&str; 16] = [
     "dispatch",
     "prefetch",
     "lpm4",
@@ -25,6 +25,7 @@ pub const AREAS: [&str; 15] = [
     "rss",
     "route-updates",
     "shared-state",
+    "whippersnapper",
 ];
 
 /// Options of `scoreboard`.

@@ -27,7 +27,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Barrier};
 
 use pktvec::graph::{clock, Graph, GraphBuilder, GraphConfig};
-use pktvec::io::capture::{read_capture, Capture, CountingSink, PcapSink, PcapSource, PcapSourceNext};
+use pktvec::io::capture::{
+    read_capture, Capture, CountingSink, PcapSink, PcapSource, PcapSourceNext,
+};
 use pktvec::packet::{BufferPool, PoolConfig};
 use pktvec_synth::pipeline::{self, Built};
 use pktvec_synth::record::{Bench, Record, Share};
@@ -68,6 +70,13 @@ pub struct Args {
     /// Keep the generated specs, entries, pcaps and outputs in this directory
     #[arg(long)]
     files: Option<PathBuf>,
+    /// SWX instructions per `rte_swx_pipeline_run` call
+    #[arg(long, default_value_t = 1000)]
+    swx_burst: u32,
+    /// Load SWX's exact-match entries through DPDK's control API (O(n^2): small tables
+    /// only) instead of straight into the pipeline's tables
+    #[arg(long)]
+    swx_ctl_load: bool,
 }
 
 /// One measured point.
@@ -118,7 +127,12 @@ fn knob(r: &Record) -> String {
     r.name().split('/').nth(1).unwrap_or("-").to_string()
 }
 
-fn graph_for(r: Option<&Record>, frames: &[Vec<u8>], shared: Option<Arc<[AtomicU64]>>, out: Option<&Path>) -> Res<(Graph, Option<Built>)> {
+fn graph_for(
+    r: Option<&Record>,
+    frames: &[Vec<u8>],
+    shared: Option<Arc<[AtomicU64]>>,
+    out: Option<&Path>,
+) -> Res<(Graph, Option<Built>)> {
     let cap = Capture {
         packets: frames.to_vec(),
         ..Default::default()
@@ -178,7 +192,11 @@ fn latency(g: &mut Graph, vector: usize, packets: u64, ns_per_cycle: f64) -> Res
     let t = g.latency();
     g.latency_enable(false);
     g.set_vector_size(VECTOR)?;
-    let row = t.rows.iter().find(|r| r.sink == "tx").ok_or("no packet reached tx")?;
+    let row = t
+        .rows
+        .iter()
+        .find(|r| r.sink == "tx")
+        .ok_or("no packet reached tx")?;
     Ok((row.p50 as f64 * ns_per_cycle, row.p99 as f64 * ns_per_cycle))
 }
 
@@ -190,9 +208,9 @@ fn slope(pts: &[(f64, f64)]) -> f64 {
     }
     let (sx, sy) = pts.iter().fold((0.0, 0.0), |(a, b), p| (a + p.0, b + p.1));
     let (mx, my) = (sx / n, sy / n);
-    let (num, den) = pts
-        .iter()
-        .fold((0.0, 0.0), |(a, b), p| (a + (p.0 - mx) * (p.1 - my), b + (p.0 - mx).powi(2)));
+    let (num, den) = pts.iter().fold((0.0, 0.0), |(a, b), p| {
+        (a + (p.0 - mx) * (p.1 - my), b + (p.0 - mx).powi(2))
+    });
     if den == 0.0 {
         0.0
     } else {
@@ -222,7 +240,14 @@ impl SwxSide {
     }
 
     /// Writes the pcap, entries and iospec of `twin` under `tag`; returns (tables, iospec).
-    fn files(&self, tag: &str, twin: Option<&Twin>, frames: &[Vec<u8>], loops: u32, outputs: &[String]) -> Res<(Vec<(String, PathBuf)>, PathBuf)> {
+    fn files(
+        &self,
+        tag: &str,
+        twin: Option<&Twin>,
+        frames: &[Vec<u8>],
+        loops: u32,
+        outputs: &[String],
+    ) -> Res<(Vec<(String, PathBuf)>, PathBuf)> {
         let pcap = self.dir.join(format!("{tag}.pcap"));
         pktvec::io::capture::write_pcap(&pcap, frames)?;
         let mut tables = Vec::new();
@@ -234,18 +259,31 @@ impl SwxSide {
             }
         }
         let outs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-        let io = Twin::iospec(&pcap.display().to_string(), loops, frames.len() as u32, &outs);
+        let io = Twin::iospec(
+            &pcap.display().to_string(),
+            loops,
+            frames.len() as u32,
+            &outs,
+        );
         let iop = self.dir.join(format!("{tag}.io"));
         std::fs::write(&iop, io)?;
         Ok((tables, iop))
     }
 
-    fn serve(&mut self, tag: &str, spec: &str, twin: Option<&Twin>, frames: &[Vec<u8>], packets: u64) -> Res<(Served, Option<f64>)> {
+    fn serve(
+        &mut self,
+        tag: &str,
+        spec: &str,
+        twin: Option<&Twin>,
+        frames: &[Vec<u8>],
+        packets: u64,
+    ) -> Res<(Served, Option<f64>)> {
         let so = self.compile(spec)?;
         let none = vec!["none".to_string(); 3];
         let (tables, io) = self.files(tag, twin, frames, 0, &none)?;
         let s = self.swx.serve(&so, &io, &tables, packets)?;
-        let mem = s.info_value::<f64>("mem_bytes").unwrap_or(0.0) + s.info_value::<f64>("libc_bytes").unwrap_or(0.0);
+        let mem = s.info_value::<f64>("mem_bytes").unwrap_or(0.0)
+            + s.info_value::<f64>("libc_bytes").unwrap_or(0.0);
         let entries = s.info_value::<f64>("entries").unwrap_or(0.0);
         Ok((s, (entries > 0.0).then_some(mem / entries)))
     }
@@ -257,8 +295,14 @@ fn swx_round(s: &mut Served) -> Res<f64> {
         .iter()
         .find(|f| f.first().map(String::as_str) == Some("packets"))
         .ok_or("swx_bench: no packets line")?;
-    let p: f64 = f.get(1).and_then(|v| v.parse().ok()).ok_or("swx_bench: bad packets")?;
-    let c: f64 = f.get(3).and_then(|v| v.parse().ok()).ok_or("swx_bench: bad cycles")?;
+    let p: f64 = f
+        .get(1)
+        .and_then(|v| v.parse().ok())
+        .ok_or("swx_bench: bad packets")?;
+    let c: f64 = f
+        .get(3)
+        .and_then(|v| v.parse().ok())
+        .ok_or("swx_bench: bad cycles")?;
     Ok(c / p)
 }
 
@@ -281,9 +325,23 @@ fn selected(args: &Args) -> Res<Vec<Bench>> {
         .collect()
 }
 
+/// The benchmarks a `--quick` timing run covers when none are named (one of each kind of
+/// program: parse, dependent tables, a large table, checksum, field writes).
+const QUICK: [Bench; 5] = [
+    Bench::ParseHeaders,
+    Bench::TablesDependent,
+    Bench::TableSize,
+    Bench::Checksum,
+    Bench::FieldWrites,
+];
+
 fn records(args: &Args, quick: bool) -> Res<Vec<Record>> {
     let mut out = Vec::new();
-    for b in selected(args)? {
+    let mut benches = selected(args)?;
+    if quick && args.benches.is_empty() && !args.equivalence {
+        benches.retain(|b| QUICK.contains(b));
+    }
+    for b in benches {
         let mut v = Record::sweep(b);
         if quick {
             // Two points per knob, small tables.
@@ -309,12 +367,17 @@ fn shared_register(r: &Record, frames: &[Vec<u8>], packets: u64) -> Res<f64> {
     let results: Vec<Result<f64, String>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..w)
             .map(|i| {
-                let (shared, barrier, core) = (shared.clone(), &barrier, cores.get(i % cores.len().max(1)).copied());
+                let (shared, barrier, core) = (
+                    shared.clone(),
+                    &barrier,
+                    cores.get(i % cores.len().max(1)).copied(),
+                );
                 s.spawn(move || -> Result<f64, String> {
                     if let Some(c) = core {
                         core_affinity::set_for_current(c);
                     }
-                    let (mut g, _) = graph_for(Some(r), frames, shared, None).map_err(|e| e.to_string())?;
+                    let (mut g, _) =
+                        graph_for(Some(r), frames, shared, None).map_err(|e| e.to_string())?;
                     time(&mut g, packets / 8);
                     barrier.wait();
                     Ok(time(&mut g, packets))
@@ -322,7 +385,10 @@ fn shared_register(r: &Record, frames: &[Vec<u8>], packets: u64) -> Res<f64> {
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("worker panicked".to_string())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("worker panicked".to_string()))
+            })
             .collect()
     });
     let mut v = Vec::new();
@@ -338,7 +404,7 @@ fn equivalence(args: &Args, recs: &[Record]) -> Res<()> {
     let dir = args.files.clone().unwrap_or_else(|| scratch.path(""));
     std::fs::create_dir_all(&dir)?;
     let mut side = SwxSide {
-        swx: Swx::new()?,
+        swx: Swx::new()?.direct(!args.swx_ctl_load),
         dir: dir.clone(),
         compiled: HashMap::new(),
         n: 0,
@@ -358,7 +424,9 @@ fn equivalence(args: &Args, recs: &[Record]) -> Res<()> {
         }
         let twin = Twin::new(&r);
         let so = side.compile(&twin.spec)?;
-        let outs: Vec<String> = (0..3).map(|p| dir.join(format!("e{i}-swx-{p}.pcap")).display().to_string()).collect();
+        let outs: Vec<String> = (0..3)
+            .map(|p| dir.join(format!("e{i}-swx-{p}.pcap")).display().to_string())
+            .collect();
         let (tables, io) = side.files(&format!("e{i}"), Some(&twin), &frames, 1, &outs)?;
         let summary = side.swx.once(&so, &io, &tables)?;
         let a = read_capture(&ours)?.packets;
@@ -368,12 +436,20 @@ fn equivalence(args: &Args, recs: &[Record]) -> Res<()> {
         } else {
             let first = a.iter().zip(&b).position(|(x, y)| x != y);
             failed.push(r.name());
-            format!("DIFFERENT: pktvec {} packets, SWX {} ({}), first differing packet {first:?}", a.len(), b.len(), summary.lines().last().unwrap_or(""))
+            format!(
+                "DIFFERENT: pktvec {} packets, SWX {} ({}), first differing packet {first:?}",
+                a.len(),
+                b.len(),
+                summary.lines().last().unwrap_or("")
+            )
         };
         println!("{:<36} {:>5} packets  {verdict}", r.name(), frames.len());
     }
     if failed.is_empty() {
-        println!("all {} records: pktvec's output is byte-identical to SWX's", recs.len());
+        println!(
+            "all {} records: pktvec's output is byte-identical to SWX's",
+            recs.len()
+        );
         Ok(())
     } else {
         Err(format!("{} records differ: {}", failed.len(), failed.join(", ")).into())
@@ -387,11 +463,24 @@ pub fn run(args: Args) -> Res<()> {
     if args.equivalence {
         return equivalence(&args, &recs);
     }
-    let sitting = Sitting::begin("whippersnapper", "Whippersnapper suite vs DPDK SWX", "whippersnapper.md", &args.common)?;
+    let sitting = Sitting::begin(
+        "whippersnapper",
+        "Whippersnapper suite vs DPDK SWX",
+        "whippersnapper.md",
+        &args.common,
+    )?;
     let ns_per_cycle = 1e9 / clock::tsc_hz();
     let ghz = clock::tsc_hz() / 1e9;
-    let packets = if quick { args.packets.min(1 << 16) } else { args.packets };
-    let rounds = if quick { args.rounds.min(2) } else { args.rounds };
+    let packets = if quick {
+        args.packets.min(1 << 16)
+    } else {
+        args.packets
+    };
+    let rounds = if quick {
+        args.rounds.min(2)
+    } else {
+        args.rounds
+    };
     let scratch = Scratch::new("whippersnapper")?;
     let mut swx = if args.no_dpdk {
         None
@@ -399,7 +488,10 @@ pub fn run(args: Args) -> Res<()> {
         let dir = args.files.clone().unwrap_or_else(|| scratch.path(""));
         std::fs::create_dir_all(&dir)?;
         Some(SwxSide {
-            swx: Swx::new()?.mem_mib(4096),
+            swx: Swx::new()?
+                .mem_mib(4096)
+                .burst_instr(args.swx_burst)
+                .direct(!args.swx_ctl_load),
             dir,
             compiled: HashMap::new(),
             n: 0,
@@ -413,7 +505,8 @@ pub fn run(args: Args) -> Res<()> {
         let twin = Twin::new(r);
         let mut served = match swx.as_mut() {
             Some(s) => {
-                let (bench, per_entry) = s.serve(&format!("r{i}"), &twin.spec, Some(&twin), &frames, packets)?;
+                let (bench, per_entry) =
+                    s.serve(&format!("r{i}"), &twin.spec, Some(&twin), &frames, packets)?;
                 let (base, _) = s.serve(&format!("b{i}"), BASELINE_SPEC, None, &frames, packets)?;
                 Some((bench, base, per_entry))
             }
@@ -441,10 +534,18 @@ pub fn run(args: Args) -> Res<()> {
         let lat_one = latency(&mut g, 1, 20_000, ns_per_cycle)?;
         let lat_full = latency(&mut g, 256, 200_000, ns_per_cycle)?;
         let c = g.conservation();
-        let out = g.node::<CountingSink>("tx").map(|s| s.packets[2]).unwrap_or(0);
+        let out = g
+            .node::<CountingSink>("tx")
+            .map(|s| s.packets[2])
+            .unwrap_or(0);
         let dropped: u64 = g.errors().rows.iter().map(|e| e.count).sum();
         if dropped > 0 || out == 0 {
-            return Err(format!("{}: pktvec dropped {dropped} packets ({} out on port 2); conservation {c:?}", r.name(), out).into());
+            return Err(format!(
+                "{}: pktvec dropped {dropped} packets ({} out on port 2); conservation {c:?}",
+                r.name(),
+                out
+            )
+            .into());
         }
         let built = built.ok_or("no pipeline")?;
         let p = Point {
@@ -458,8 +559,12 @@ pub fn run(args: Args) -> Res<()> {
             swx_gross: served.as_ref().map(|_| median(swg.clone())),
             lat_one,
             lat_full,
-            pktvec_bytes_per_entry: (built.table_entries > 0).then(|| built.table_bytes as f64 / built.table_entries as f64),
-            swx_bytes_per_entry: served.as_ref().and_then(|s| s.2).filter(|_| built.table_entries > 0),
+            pktvec_bytes_per_entry: (built.table_entries > 0)
+                .then(|| built.table_bytes as f64 / built.table_entries as f64),
+            swx_bytes_per_entry: served
+                .as_ref()
+                .and_then(|s| s.2)
+                .filter(|_| built.table_entries > 0),
         };
         println!(
             "{:<36} pktvec net {:>7.1} (gross {:>6.1}) | SWX net {:>7} (gross {:>6}) cycles/pkt | latency 1: {:.0}/{:.0} ns, full: {:.0}/{:.0} ns",
@@ -480,15 +585,31 @@ pub fn run(args: Args) -> Res<()> {
     let mut slopes = Vec::new();
     let mut headline = Vec::new();
     for b in selected(&args)? {
-        let mut knobs: Vec<String> = points.iter().filter(|p| p.bench == b.name()).map(|p| p.knob.clone()).collect();
+        let mut knobs: Vec<String> = points
+            .iter()
+            .filter(|p| p.bench == b.name())
+            .map(|p| p.knob.clone())
+            .collect();
         knobs.dedup();
         knobs.sort();
         knobs.dedup();
         for k in knobs {
-            let pts: Vec<&Point> = points.iter().filter(|p| p.bench == b.name() && p.knob == k).collect();
-            let x = |p: &Point| if b.log_scale() { f64::from(p.param).log2() } else { f64::from(p.param) };
+            let pts: Vec<&Point> = points
+                .iter()
+                .filter(|p| p.bench == b.name() && p.knob == k)
+                .collect();
+            let x = |p: &Point| {
+                if b.log_scale() {
+                    f64::from(p.param).log2()
+                } else {
+                    f64::from(p.param)
+                }
+            };
             let pk: Vec<(f64, f64)> = pts.iter().map(|p| (x(p), p.pktvec_net)).collect();
-            let sw: Vec<(f64, f64)> = pts.iter().filter_map(|p| p.swx_net.map(|s| (x(p), s))).collect();
+            let sw: Vec<(f64, f64)> = pts
+                .iter()
+                .filter_map(|p| p.swx_net.map(|s| (x(p), s)))
+                .collect();
             let s = Slope {
                 bench: b.name().into(),
                 knob: k.clone(),
@@ -499,8 +620,14 @@ pub fn run(args: Args) -> Res<()> {
             if let Some(sx) = s.swx {
                 if sx >= 1.0 {
                     headline.push(
-                        Headline::cost(&format!("{} ({k}): cycles per {}", b.name(), b.unit()), "cycles", s.pktvec.max(0.01), "SWX", sx)
-                            .target(2.0),
+                        Headline::cost(
+                            &format!("{} ({k}): cycles per {}", b.name(), b.unit()),
+                            "cycles",
+                            s.pktvec.max(0.01),
+                            "SWX",
+                            sx,
+                        )
+                        .target(2.0),
                     );
                 }
             }
@@ -509,18 +636,48 @@ pub fn run(args: Args) -> Res<()> {
         // Plot: net cycles over the parameter, every knob, both sides.
         if let Some(path) = sitting.plot_path(b.name()) {
             let mut series = Vec::new();
-            let mut knobs: Vec<&str> = points.iter().filter(|p| p.bench == b.name()).map(|p| p.knob.as_str()).collect();
+            let mut knobs: Vec<&str> = points
+                .iter()
+                .filter(|p| p.bench == b.name())
+                .map(|p| p.knob.as_str())
+                .collect();
             knobs.sort();
             knobs.dedup();
             for k in &knobs {
-                let pts: Vec<&Point> = points.iter().filter(|p| p.bench == b.name() && p.knob == *k).collect();
-                series.push((format!("pktvec {k}"), pts.iter().map(|p| (f64::from(p.param), p.pktvec_net)).collect()));
-                let sw: Vec<(f64, f64)> = pts.iter().filter_map(|p| p.swx_net.map(|s| (f64::from(p.param), s))).collect();
-                if !sw.is_empty() && (knobs.len() == 1 || !series.iter().any(|(n, _): &(String, Vec<(f64, f64)>)| n.starts_with("SWX") && b != Bench::StateRead && b != Bench::StateWrite && b != Bench::FieldWrites && b != Bench::SharedRegister)) {
+                let pts: Vec<&Point> = points
+                    .iter()
+                    .filter(|p| p.bench == b.name() && p.knob == *k)
+                    .collect();
+                series.push((
+                    format!("pktvec {k}"),
+                    pts.iter()
+                        .map(|p| (f64::from(p.param), p.pktvec_net))
+                        .collect(),
+                ));
+                let sw: Vec<(f64, f64)> = pts
+                    .iter()
+                    .filter_map(|p| p.swx_net.map(|s| (f64::from(p.param), s)))
+                    .collect();
+                if !sw.is_empty()
+                    && (knobs.len() == 1
+                        || !series.iter().any(|(n, _): &(String, Vec<(f64, f64)>)| {
+                            n.starts_with("SWX")
+                                && b != Bench::StateRead
+                                && b != Bench::StateWrite
+                                && b != Bench::FieldWrites
+                                && b != Bench::SharedRegister
+                        }))
+                {
                     series.push((format!("SWX {k}"), sw));
                 }
             }
-            crate::plot::lines_linear(&path, &format!("{}: net cycles per packet", b.name()), b.unit(), "cycles/packet", &series)?;
+            crate::plot::lines_linear(
+                &path,
+                &format!("{}: net cycles per packet", b.name()),
+                b.unit(),
+                "cycles/packet",
+                &series,
+            )?;
         }
     }
     for s in &slopes {
