@@ -503,7 +503,9 @@ pub fn run(args: Args) -> Res<()> {
         let (mut g, built) = graph_for(Some(r), &frames, None, None)?;
         let (mut base, _) = graph_for(None, &frames, None, None)?;
         let twin = Twin::new(r);
-        let mut served = match swx.as_mut() {
+        // One SWX pipeline runs on one core: the shared register's twin is its 1-worker point.
+        let one_core = !(r.bench == Bench::SharedRegister && r.param > 1);
+        let mut served = match swx.as_mut().filter(|_| one_core) {
             Some(s) => {
                 let (bench, per_entry) =
                     s.serve(&format!("r{i}"), &twin.spec, Some(&twin), &frames, packets)?;

@@ -289,6 +289,9 @@ struct Lane {
     key: u32,
     hash: u64,
     drop: bool,
+    /// The last stage's answer (`hit`: found).
+    val: u32,
+    hit: bool,
 }
 
 /// Applies `tables` in order to every packet, a sub-batch at a time: for each table, the
@@ -300,6 +303,8 @@ pub struct Tables {
     tables: Vec<Table>,
     prefetch: bool,
     write_key: bool,
+    /// Per-packet state of one sub-batch (allocated once).
+    lanes: Box<[Lane; MAX_SUB_BATCH]>,
 }
 
 impl Tables {
@@ -309,6 +314,7 @@ impl Tables {
             tables,
             prefetch,
             write_key,
+            lanes: Box::new([Lane::default(); MAX_SUB_BATCH]),
         }
     }
     /// The tables.
@@ -361,94 +367,89 @@ impl Node for Tables {
         let map = cx.verdict_map();
         let (bufs, nexts) = frame.split_mut();
         let mut pk = cx.pool_mut().packets_mut();
-        let mut lanes = [Lane::default(); MAX_SUB_BATCH];
+        let Tables {
+            tables,
+            prefetch,
+            write_key,
+            lanes,
+        } = self;
+        let (prefetch, write_key) = (*prefetch, *write_key);
         let mut s = 0;
         while s < bufs.len() {
             let e = (s + b).min(bufs.len());
             let idx = &bufs[s..e];
             let lanes = &mut lanes[..e - s];
             for (j, (l, &bi)) in lanes.iter_mut().zip(idx).enumerate() {
-                if self.prefetch {
+                if prefetch {
                     if let Some(&ahead) = bufs.get(s + j + b) {
                         pk.prefetch(ahead);
                     }
                 }
                 *l = Lane {
                     key: pk.meta(bi).opaque,
-                    hash: 0,
-                    drop: false,
+                    ..Lane::default()
                 };
             }
-            for t in &self.tables {
+            for t in tables.iter() {
+                for l in lanes.iter_mut() {
+                    l.hit = false;
+                }
+                let found = |_: usize, l: &mut Lane, v: Option<u32>| {
+                    l.hit = v.is_some();
+                    l.val = v.unwrap_or(0);
+                };
                 match t {
                     Table::Mac { table, dependent } => {
-                        let dependent = *dependent;
                         let pkr = &pk;
-                        let mut tx = [0u16; MAX_SUB_BATCH];
-                        let mut set = [false; MAX_SUB_BATCH];
                         stage(
                             table,
-                            self.prefetch,
+                            prefetch,
                             lanes,
                             |j, _| pkr.packet(idx[j]).bytes_at::<6>(0).copied(),
-                            |j, l, v| {
-                                if let Some(v) = v {
-                                    if dependent {
-                                        l.key = v;
-                                    } else {
-                                        tx[j] = v as u16;
-                                        set[j] = true;
-                                    }
-                                }
-                            },
+                            found,
                         );
-                        if !dependent {
-                            for (j, &bi) in idx.iter().enumerate() {
-                                if set[j] {
-                                    pk.meta_mut(bi).tx_if = tx[j];
+                        for (l, &bi) in lanes.iter_mut().zip(idx) {
+                            if l.hit {
+                                if *dependent {
+                                    l.key = l.val;
+                                } else {
+                                    pk.meta_mut(bi).tx_if = l.val as u16;
                                 }
                             }
                         }
                     }
-                    Table::Chained(table) => stage(
-                        table,
-                        self.prefetch,
-                        lanes,
-                        |_, l| Some(l.key),
-                        |_, l, v| {
-                            if let Some(v) = v {
-                                l.key = v;
+                    Table::Chained(table) => {
+                        stage(table, prefetch, lanes, |_, l| Some(l.key), found);
+                        for l in lanes.iter_mut() {
+                            if l.hit {
+                                l.key = l.val;
                             }
-                        },
-                    ),
+                        }
+                    }
                     Table::Kv(table) => {
                         let pkr = &pk;
-                        let mut vals = [None; MAX_SUB_BATCH];
                         stage(
                             table,
-                            self.prefetch,
+                            prefetch,
                             lanes,
                             |j, l| {
                                 if l.drop {
                                     return None;
                                 }
-                                let k = pkr
-                                    .packet(idx[j])
+                                pkr.packet(idx[j])
                                     .bytes_at::<4>(KV_KEY)
-                                    .map(|k| u32::from_be_bytes(*k));
-                                k
+                                    .map(|k| u32::from_be_bytes(*k))
                             },
-                            |j, _, v| vals[j] = Some(v),
+                            found,
                         );
-                        for (j, &bi) in idx.iter().enumerate() {
-                            match vals[j] {
-                                Some(Some(v)) => {
-                                    let mut p = pk.packet_mut(bi);
-                                    if let Some(d) = p.data_mut().get_mut(KV_VALUE..KV_VALUE + 4) {
-                                        d.copy_from_slice(&v.to_be_bytes());
-                                    }
+                        for (l, &bi) in lanes.iter_mut().zip(idx) {
+                            if l.hit {
+                                let mut p = pk.packet_mut(bi);
+                                if let Some(d) = p.data_mut().get_mut(KV_VALUE..KV_VALUE + 4) {
+                                    d.copy_from_slice(&l.val.to_be_bytes());
                                 }
-                                _ => lanes[j].drop = true,
+                            } else {
+                                l.drop = true;
                             }
                         }
                     }
@@ -464,7 +465,7 @@ impl Node for Tables {
                     map.slot(Verdict::Next(StageNext::Next), m)
                 };
             }
-            if self.write_key {
+            if write_key {
                 for (j, &bi) in idx.iter().enumerate() {
                     if !lanes[j].drop {
                         let mut p = pk.packet_mut(bi);
