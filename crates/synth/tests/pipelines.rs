@@ -1239,3 +1239,28 @@ fn records_round_trip_through_toml() {
         Err(RecordError::OutOfRange { field: "param", .. })
     ));
 }
+
+/// Every record file shipped in `crates/synth/records/` parses, validates and builds.
+#[test]
+fn shipped_records_build() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("records");
+    let mut seen = std::collections::HashSet::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut r: pktvec_synth::record::Record =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        r.validate().unwrap();
+        seen.insert(r.bench);
+        r.packets = r.packets.min(64);
+        let mut b = pktvec_graph::GraphBuilder::new(pktvec_graph::GraphConfig::default());
+        b.add("tx", pktvec_io::capture::CountingSink::new(4));
+        pktvec_synth::pipeline::add_to(&r, &mut b, "tx").unwrap();
+        assert!(pktvec_synth::swx::Twin::new(&r).spec.contains("apply {"));
+    }
+    assert_eq!(
+        seen.len(),
+        pktvec_synth::record::Bench::ALL.len(),
+        "one record per benchmark"
+    );
+}
