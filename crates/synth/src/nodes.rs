@@ -508,11 +508,10 @@ impl Ttl {
 
 /// One's complement sum folded to 16 bits.
 #[inline(always)]
-fn fold(mut s: u32) -> u16 {
-    while s > 0xFFFF {
-        s = (s & 0xFFFF) + (s >> 16);
-    }
-    s as u16
+fn fold(s: u32) -> u16 {
+    // At most three 16-bit words are added: two end-around carries suffice.
+    let s = (s & 0xFFFF) + (s >> 16);
+    ((s & 0xFFFF) + (s >> 16)) as u16
 }
 
 /// RFC 1624 eq. 3: the checksum `hc` after a 16-bit word changes from `old` to `new`.
@@ -543,20 +542,24 @@ impl Node for Ttl {
                 return Verdict::Drop(SynthError::TtlExpired);
             }
             let old = be16(ip, 8);
-            ip[8] -= 1;
-            match mode {
-                ChecksumMode::Off => {}
-                ChecksumMode::Incremental => {
-                    let c = checksum_update(be16(ip, 10), old, old - 0x100);
-                    ip[10..12].copy_from_slice(&c.to_be_bytes());
-                }
+            let csum = be16(ip, 10);
+            let c = match mode {
+                ChecksumMode::Off => csum,
+                ChecksumMode::Incremental => checksum_update(csum, old, old - 0x100),
                 ChecksumMode::Full => {
-                    ip[10] = 0;
-                    ip[11] = 0;
-                    let c = pktvec_packet::checksum::checksum(ip);
-                    ip[10..12].copy_from_slice(&c.to_be_bytes());
+                    // The header's words summed before anything is stored (a store into
+                    // the words being loaded would stall their loads): all of them, less
+                    // the checksum word, less the TTL's 0x0100. The usual 20 bytes at a
+                    // fixed length (unrolled), options by slice.
+                    let all = match <&[u8; 20]>::try_from(&ip[..]) {
+                        Ok(h) => pktvec_packet::checksum::sum(h),
+                        Err(_) => pktvec_packet::checksum::sum(ip),
+                    };
+                    pktvec_packet::checksum::finish(all + u64::from(!csum) + u64::from(!0x0100u16))
                 }
-            }
+            };
+            ip[8] -= 1;
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
             Verdict::Next(StageNext::Next)
         });
     }
