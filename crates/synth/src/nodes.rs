@@ -186,20 +186,29 @@ impl Node for ParseLevel {
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let (s, level) = (self.spec, self.level);
         let hlen = 2 * s.fields as usize;
-        cx.process_packets(frame, |p| {
+        // The packets' lines are hot (the previous stage just read them): a plain loop, no
+        // prefetch.
+        let map = cx.verdict_map();
+        let (bufs, nexts) = frame.split_mut();
+        let mut pk = cx.pool_mut().packets_mut();
+        for (slot, &bi) in nexts.iter_mut().zip(bufs) {
+            let mut p = pk.packet_mut(bi);
             let off = usize::from(p.meta().l3_offset);
             let d = p.data();
-            if off + hlen > d.len() {
-                return Verdict::Drop(SynthError::Truncated);
-            }
-            let sel = be16(d, off);
-            set_parsed(p.meta_mut(), level + 1, sel, off + hlen);
-            if level + 1 < s.headers && sel >= 1 && u32::from(sel) <= s.fanout {
-                Verdict::Next(StageNext::Next)
+            let v = if off + hlen > d.len() {
+                Verdict::Drop(SynthError::Truncated)
             } else {
-                Verdict::Next(StageNext::Done)
-            }
-        });
+                let sel = be16(d, off);
+                set_parsed(p.meta_mut(), level + 1, sel, off + hlen);
+                if level + 1 < s.headers && sel >= 1 && u32::from(sel) <= s.fanout {
+                    Verdict::Next(StageNext::Next)
+                } else {
+                    Verdict::Next(StageNext::Done)
+                }
+            };
+            *slot = map.slot(v, p.meta_mut());
+        }
+        cx.enqueue_frame(frame);
     }
 }
 
