@@ -645,7 +645,11 @@ pub fn run(args: Args) -> Res<()> {
             };
             // Where SWX's slope is above the noise: pktvec's against it (target: half).
             if let Some(sx) = s.swx.filter(|&x| x >= 2.0 * SLOPE_FLOOR) {
-                let case = format!("{} ({k}): cycles per {}", b.name(), b.unit());
+                let case = if k == "-" {
+                    format!("{}: cycles per {}", b.name(), b.unit())
+                } else {
+                    format!("{} ({k}): cycles per {}", b.name(), b.unit())
+                };
                 let h = Headline::cost(&case, "cycles", s.pktvec.max(SLOPE_FLOOR), "SWX", sx);
                 // Without prefetch is the ablation that shows the prefetch's gain: no target.
                 headline.push(if k == "no-prefetch" { h } else { h.target(2.0) });
