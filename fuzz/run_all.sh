@@ -27,7 +27,7 @@ secs=60
 json=""
 san="address"
 pcaps="$repo/../shared/data/pcap"
-targets="wire_parse l2fwd l3fwd ndnfwd cryptofwd ppb_l3fwd nf_acl stateful_nfs"
+targets="wire_parse l2fwd l3fwd ndnfwd cryptofwd ppb_l3fwd nf_acl stateful_nfs synth_pipelines"
 
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do

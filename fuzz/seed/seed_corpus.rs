@@ -131,6 +131,15 @@ fn synthetic(target: &str) -> Vec<Vec<u8>> {
                 p
             })
             .collect(),
+        // The record's own frame (byte 0), then 3-byte edits, a last byte cutting it.
+        "synth_pipelines" => vec![
+            vec![0],
+            vec![0, 0, 19, 2],
+            vec![0, 0, 12, 0x08, 0, 13, 0x00],
+            vec![0, 0, 58, 0xff, 0, 59, 0xff],
+            vec![0, 60],
+            vec![0, 0, 22, 0],
+        ],
         _ => Vec::new(),
     }
 }
