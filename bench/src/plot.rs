@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::sitting::Record;
@@ -104,8 +106,7 @@ pub fn lines(
 ) -> PlotResult {
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
-    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (x0, x1) = x_range(series);
     let y1 = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.1))
@@ -114,35 +115,15 @@ pub fn lines(
     if !(x0 < x1 && y1 > 0.0) {
         return Ok(());
     }
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 15))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((x0..x1).log_scale().base(2.0), 0.0..y1)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .draw()?;
-    for (k, (name, pts)) in series.iter().enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    let mut chart =
+        chart_builder(&root, title).build_cartesian_2d((x0..x1).log_scale().base(2.0), 0.0..y1)?;
+    draw_lines(&mut chart, x_desc, y_desc, series)?;
     root.present()?;
     Ok(())
 }
 
-/// A line chart as [`lines`] with a linear x axis (parameters that start at 0).
+/// A line chart as [`lines`] with a linear x axis (parameters that start at 0) and a y
+/// axis that takes negative values too.
 pub fn lines_linear(
     path: &Path,
     title: &str,
@@ -152,20 +133,47 @@ pub fn lines_linear(
 ) -> PlotResult {
     let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
-    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (x0, x1) = x_range(series);
     let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
     let (y0, y1) = ys.fold((0.0f64, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     if !(x0 < x1 && y1 > y0) {
         return Ok(());
     }
     let pad = (y1 - y0) * 0.1;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 15))
+    let mut chart = chart_builder(&root, title)
+        .build_cartesian_2d(x0..x1, (y0 - pad.min(-y0).max(0.0))..(y1 + pad))?;
+    draw_lines(&mut chart, x_desc, y_desc, series)?;
+    root.present()?;
+    Ok(())
+}
+
+fn x_range(series: &[(String, Vec<(f64, f64)>)]) -> (f64, f64) {
+    let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)))
+}
+
+fn chart_builder<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 15))
         .margin(10)
         .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, (y0 - pad.min(-y0).max(0.0))..(y1 + pad))?;
+        .y_label_area_size(60);
+    b
+}
+
+/// The mesh, one line with points per series, and the legend.
+fn draw_lines<'a, 'b: 'a, X>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> PlotResult
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     chart
         .configure_mesh()
         .x_desc(x_desc)
@@ -184,7 +192,6 @@ pub fn lines_linear(
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;
-    root.present()?;
     Ok(())
 }
 

@@ -332,19 +332,6 @@ fn selected(args: &Args) -> Res<Vec<Bench>> {
         .collect()
 }
 
-/// The benchmarks whose knobs change pktvec's graph only (chain or fused, prefetch or
-/// not): their SWX twin is one program.
-const SAME_TWIN: [Bench; 8] = [
-    Bench::ParseHeaders,
-    Bench::ParseFields,
-    Bench::ParseBranches,
-    Bench::TablesIndependent,
-    Bench::TablesDependent,
-    Bench::TableSize,
-    Bench::FlowChurn,
-    Bench::FlowSize,
-];
-
 /// A slope under this many cycles per step is within the noise of a sitting: the headline
 /// counts it as this much.
 const SLOPE_FLOOR: f64 = 1.0;
@@ -682,7 +669,7 @@ pub fn run(args: Args) -> Res<()> {
                     .filter_map(|p| p.swx_net.map(|s| (f64::from(p.param), s)))
                     .collect();
                 // The parse and table knobs are pktvec's alone: SWX runs one program.
-                let one_program = SAME_TWIN.contains(&b);
+                let one_program = b.twin_ignores_knobs();
                 let drawn = one_program && series.iter().any(|(n, _)| n == "SWX");
                 if !sw.is_empty() && !drawn {
                     let label = if one_program {

@@ -112,6 +112,22 @@ impl Bench {
         }
     }
 
+    /// Whether the record's knobs (chain or fused, prefetch or not) change only pktvec's
+    /// graph: the SWX twin is then one program for all of them.
+    pub fn twin_ignores_knobs(self) -> bool {
+        matches!(
+            self,
+            Bench::ParseHeaders
+                | Bench::ParseFields
+                | Bench::ParseBranches
+                | Bench::TablesIndependent
+                | Bench::TablesDependent
+                | Bench::TableSize
+                | Bench::FlowChurn
+                | Bench::FlowSize
+        )
+    }
+
     /// Whether the slope is taken against log2(param) (sizes that double) rather than param.
     pub fn log_scale(self) -> bool {
         matches!(self, Bench::FlowSize)
