@@ -355,12 +355,13 @@ fn records(args: &Args, quick: bool) -> Res<Vec<Record>> {
     for b in benches {
         let mut v = Record::sweep(b);
         if quick {
-            // Two points per knob, small tables.
+            // Two points per knob, tables of at most 2^14 entries.
             let params = b.sweep();
             let keep = [params[0], params[params.len().min(2) - 1]];
             v.retain(|r| keep.contains(&r.param) && !(r.bench == Bench::TableSize && r.param > 14));
             for r in &mut v {
                 r.packets = r.packets.min(4096);
+                r.flow_table_log2 = r.flow_table_log2.min(14);
             }
         }
         out.extend(v);
@@ -415,7 +416,10 @@ fn equivalence(args: &Args, recs: &[Record]) -> Res<()> {
     let dir = args.files.clone().unwrap_or_else(|| scratch.path(""));
     std::fs::create_dir_all(&dir)?;
     let mut side = SwxSide {
-        swx: Swx::new()?.direct(!args.swx_ctl_load),
+        swx: Swx::new()?
+            .direct(!args.swx_ctl_load)
+            .quick_compile()
+            .mem_mib(256),
         dir: dir.clone(),
         compiled: HashMap::new(),
         n: 0,

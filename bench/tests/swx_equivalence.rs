@@ -1,7 +1,7 @@
 //! The packets pktvec's generated pipelines emit are byte-identical to those of their twin
 //! programs on DPDK's SWX P4 pipeline, for every benchmark of the Whippersnapper suite (two
-//! points of each knob's sweep, tables up to 2^14 entries, the flow tables' 2^20): runs
-//! `pktvec-bench whippersnapper --equivalence --quick`.
+//! points of each knob's sweep, tables of at most 2^14 entries): runs `pktvec-bench
+//! whippersnapper --equivalence --quick`.
 //!
 //! Runs when DPDK is installed (`pkg-config libdpdk`) and the two pipeline headers DPDK's
 //! generated C needs can be had (from the same release's source package; see

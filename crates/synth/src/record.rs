@@ -44,10 +44,12 @@ pub enum Bench {
     /// `param` writes to the fields of a 16-field header (`writes`: chained, independent,
     /// arithmetic, boolean).
     FieldWrites,
-    /// A 2^20-entry table; `param` % of the packets belong to flows not seen recently (the
-    /// rest to 1,024 hot flows): a changing flow working set.
+    /// A table of 2^`flow_table_log2` entries (2^20 by default); `param` % of the packets
+    /// belong to flows not seen recently (the rest to 1,024 hot flows): a changing flow
+    /// working set.
     FlowChurn,
-    /// A 2^20-entry table; each flow sends `param` packets back to back.
+    /// A table of 2^`flow_table_log2` entries (2^20 by default); each flow sends `param`
+    /// packets back to back.
     FlowSize,
     /// One counter per packet in a register shared by `param` workers (`share`: one atomic
     /// register or a shard per worker).
@@ -216,6 +218,9 @@ fn default_entries() -> u32 {
 fn default_true() -> bool {
     true
 }
+fn default_flow_table_log2() -> u32 {
+    FLOW_TABLE_LOG2
+}
 fn default_packets() -> u32 {
     1 << 16
 }
@@ -259,6 +264,9 @@ pub struct Record {
     /// Distinct packets in the traffic of the table benchmarks (others: one packet).
     #[serde(default = "default_packets")]
     pub packets: u32,
+    /// log2 of the flow table's entries (flow-churn, flow-size).
+    #[serde(default = "default_flow_table_log2")]
+    pub flow_table_log2: u32,
     /// Seed of the traffic and table contents.
     #[serde(default)]
     pub seed: u64,
@@ -285,7 +293,7 @@ pub enum RecordError {
 pub const MOD_FIELDS: u32 = 4;
 /// Fields of the field-writes header.
 pub const WRITE_FIELDS: u32 = 16;
-/// log2 of the flow table's entries in flow-churn and flow-size.
+/// log2 of the flow table's entries in flow-churn and flow-size, by default.
 pub const FLOW_TABLE_LOG2: u32 = 20;
 
 impl Record {
@@ -310,6 +318,7 @@ impl Record {
             writes: Writes::default(),
             share: Share::default(),
             packets: default_packets(),
+            flow_table_log2: FLOW_TABLE_LOG2,
             seed: 0,
         }
     }
@@ -405,7 +414,7 @@ impl Record {
     pub fn kv_table_log2(&self) -> u32 {
         match self.bench {
             Bench::TableSize => self.param,
-            _ => FLOW_TABLE_LOG2,
+            _ => self.flow_table_log2,
         }
     }
 
@@ -452,6 +461,13 @@ impl Record {
         range("fields", u64::from(self.fields), 1, 64, "1..=64")?;
         range("fanout", u64::from(self.fanout), 1, 8, "1..=8")?;
         range("packets", u64::from(self.packets), 1, 1 << 20, "1..=2^20")?;
+        range(
+            "flow_table_log2",
+            u64::from(self.flow_table_log2),
+            11,
+            24,
+            "11..=24",
+        )?;
         let min = crate::layout::GENERIC
             + (self.generic_headers() * self.fields_per_header() * 2) as usize
             + if self.has_kv() {
