@@ -20,7 +20,7 @@
 
 use crate::layout::*;
 use crate::pipeline::{table_contents, KeyKind};
-use crate::record::{Bench, Record, Registers, Share, Writes, MOD_FIELDS, WRITE_FIELDS};
+use crate::record::{Bench, Record, Registers, Writes, MOD_FIELDS, WRITE_FIELDS};
 use std::fmt::Write as _;
 
 /// A record's SWX program: the spec text and each table's entries file (name, text).
@@ -342,8 +342,7 @@ impl Twin {
                     }
                 }
                 Bench::SharedRegister => {
-                    // One pipeline has no second worker: the shards are the atomic register.
-                    let _ = r.share == Share::Atomic;
+                    // One pipeline is one worker: atomic or sharded, one register.
                     s.push_str("\tregadd r_0 h.kv.key 1\n");
                 }
                 Bench::HeaderAdd => {
