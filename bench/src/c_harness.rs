@@ -40,6 +40,12 @@ pub fn thousands(n: usize) -> String {
 /// into the temporary directory (again only when the source is newer than the binary) and
 /// returns the binary's path.
 pub fn build(name: &str) -> Result<PathBuf, Error> {
+    build_with(name, "")
+}
+
+/// [`build`] with `libs` (e.g. `-lrte_net_ring`: a driver that `pkg-config --libs libdpdk`
+/// leaves out) after DPDK's libraries on the link line.
+pub fn build_with(name: &str, libs: &str) -> Result<PathBuf, Error> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../benches/dpdk")
         .join(format!("{name}.c"));
@@ -53,7 +59,7 @@ pub fn build(name: &str) -> Result<PathBuf, Error> {
         }
     }
     let cmd = format!(
-        "cc -O3 $(pkg-config --cflags libdpdk) '{}' -o '{}' $(pkg-config --libs libdpdk)",
+        "cc -O3 $(pkg-config --cflags libdpdk) '{}' -o '{}' $(pkg-config --libs libdpdk) {libs}",
         src.display(),
         bin.display()
     );
