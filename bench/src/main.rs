@@ -22,6 +22,7 @@ mod dpdk_test;
 mod forwarders;
 mod handoff;
 mod hash;
+mod l3fwd_graph;
 mod lpm4;
 mod lpm6;
 mod model;
@@ -60,6 +61,8 @@ enum Cmd {
     Prefetch(prefetch::Args),
     /// The four forwarders (l2fwd, l3fwd, ndnfwd, cryptofwd): Mpps and cycles per packet
     Forwarders(forwarders::Args),
+    /// l3fwd vs DPDK's own forwarding graph (rte_graph + librte_node's ip4 nodes), same routes and frames
+    L3fwdGraph(l3fwd_graph::Args),
     /// Seed paper Figures 4-6: throughput against vector size B and sub-batch b
     SeedFigures(seed_figures::Args),
     /// DPDK ports: io forwarding through a graph vs testpmd's io loop, same process
@@ -94,6 +97,7 @@ fn main() {
         Cmd::Hash(a) => hash::run(a),
         Cmd::Prefetch(a) => prefetch::run(a),
         Cmd::Forwarders(a) => forwarders::run(a),
+        Cmd::L3fwdGraph(a) => l3fwd_graph::run(a),
         Cmd::SeedFigures(a) => seed_figures::run(a),
         Cmd::DpdkIo(a) => dpdk_io::run(a),
         Cmd::Batcher(a) => batcher::run(a),

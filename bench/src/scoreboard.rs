@@ -9,13 +9,14 @@ use std::process::Command;
 use crate::sitting::{Common, Headline, Record, Sitting};
 
 /// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 16] = [
+pub const AREAS: [&str; 17] = [
     "dispatch",
     "prefetch",
     "lpm4",
     "lpm6",
     "hash",
     "forwarders",
+    "l3fwd-graph",
     "seed-figures",
     "dpdk-io",
     "batcher",

@@ -108,16 +108,22 @@ pub fn l3fwd_with<S: AsRef<str>>(
     pool: BufferPool,
     front: impl FnOnce(&mut GraphBuilder, &str) -> Res<S>,
 ) -> Res<Graph> {
-    let gen = Generator::builder(profile_seeded(profile, seed)?)
-        .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
-        .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
-        .build()?;
+    let gen = l3_generator(app, profile, seed)?;
     let mut b = GraphBuilder::new(config());
     let entry = front(&mut b, app.entry())?;
     add_generator(&mut b, gen, pregen, entry.as_ref());
     let nodes = app.add_to(&mut b);
     b.add(&nodes.output_to_tx.to, NullSink);
     Ok(b.build(pool)?)
+}
+
+/// The traffic generator of [`l3fwd_with`]: `profile` (TOML, its seed replaced by `seed` if
+/// given) aimed at `app`'s IPv4 and IPv6 prefixes. The same arguments give the same frames.
+pub fn l3_generator(app: &L3fwd, profile: &str, seed: Option<u64>) -> Res<Generator> {
+    Ok(Generator::builder(profile_seeded(profile, seed)?)
+        .ipv4_prefixes(app.routes4().iter().map(|r| (r.addr, r.len)).collect())
+        .ipv6_prefixes(app.routes6().iter().map(|r| (r.addr, r.len)).collect())
+        .build()?)
 }
 
 /// The profile of `toml`, its seed replaced by `seed` if given.
