@@ -152,6 +152,13 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
     }
 }
 
+/// Keys the staged loops' first stage (directory read, record prefetch) runs ahead of the
+/// ranking stage, at least: one sub-batch, and never fewer than this. With sub-batches of
+/// 16 (the graph's default) a look-ahead of one sub-batch keeps only 16–32 record fetches
+/// in flight, too few to cover a far miss; 64 keeps as many as sub-batches of 64 do, and
+/// the unit of work (a sub-batch: rank, then resolve) stays `b`.
+pub(super) const AHEAD_MIN: usize = 128;
+
 /// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
 /// that separates the cases measured in `docs/results/lookup-tables.md` (L2 prefetches
 /// faster above it, slower or equal below).
@@ -664,7 +671,7 @@ impl Compressed {
 
     /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
     /// read every directory entry and prefetch the record, (2) rank every key and prefetch
-    /// its value, (3) read the values; stage (1) runs one sub-batch ahead of (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or
+    /// its value, (3) read the values; stage (1) runs at least [`AHEAD_MIN`] keys ahead of (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or
     /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
     /// Runs the AVX-512 loop where the CPU has it (same answers), else the portable one.
     #[inline(always)]
@@ -684,20 +691,19 @@ impl Compressed {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut dir = [0u32; 256];
         let mut groups = 0;
-        let l2 = self.l2_prefetch(b);
-        // Stage 1 runs one sub-batch ahead, so that the next sub-batch's record fetches
+        let ahead_by = b.max(AHEAD_MIN);
+        let l2 = self.l2_prefetch(ahead_by);
+        // Stage 1 runs `ahead_by` keys ahead, so that later sub-batches' record fetches
         // are in flight while this one is ranked and resolved.
-        let first = b.min(n);
-        for (k, e) in keys[..first].iter().zip(dir.iter_mut()) {
-            *e = self.stage_dir(*k, l2);
-        }
+        let mut ahead = 0;
         let mut start = 0;
         while start < n {
             let end = (start + b).min(n);
-            let next = (end + b).min(n);
-            for (k, e) in keys[end..next].iter().zip(dir[end..next].iter_mut()) {
+            let want = (end + ahead_by).min(n);
+            for (k, e) in keys[ahead..want].iter().zip(dir[ahead..want].iter_mut()) {
                 *e = self.stage_dir(*k, l2);
             }
+            ahead = ahead.max(want);
             let (kc, oc, ec) = (&keys[start..end], &mut out[start..end], &dir[start..end]);
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
                 *o = self.stage_rank(*k, *e, l2);
@@ -775,6 +781,35 @@ mod avx512 {
         unsafe { staged(c, keys, out, b) }
     }
 
+    /// Stage (3) for 16 keys: the answers from their value byte offsets `idx` (stage 2)
+    /// and directory entries `e`: the pool value for records, the entry otherwise;
+    /// [`MISS_OUT`] for no route. ORs the raw values into `acc`.
+    #[target_feature(enable = "avx512f")]
+    fn resolve16(
+        pool_base: *const i32,
+        idx: std::arch::x86_64::__m512i,
+        e: std::arch::x86_64::__m512i,
+        acc: &mut std::arch::x86_64::__m512i,
+    ) -> std::arch::x86_64::__m512i {
+        use std::arch::x86_64::*;
+        // SAFETY: every lane is a byte offset below `4·POOL_LEN − 4` (stage 2), so the 4
+        // bytes read are in the pool `pool_base` starts; concurrent stores are handled by
+        // the sequence check as in stage (1).
+        let pooled = unsafe { _mm512_i32gather_epi32::<1>(idx, pool_base) };
+        let is_rec = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
+        // Narrow records: the value is the top 3 bytes; NARROW_NONE is no route.
+        let sh = _mm512_and_si512(_mm512_srli_epi32::<27>(e), _mm512_set1_epi32(8));
+        let pooled = _mm512_srlv_epi32(pooled, sh);
+        let narrow = _mm512_mask_test_epi32_mask(is_rec, e, _mm512_set1_epi32(NARROW as i32));
+        let none =
+            _mm512_mask_cmpeq_epi32_mask(narrow, pooled, _mm512_set1_epi32(NARROW_NONE as i32));
+        let pooled = _mm512_mask_mov_epi32(pooled, none, _mm512_set1_epi32(NO_ROUTE as i32));
+        let x = _mm512_mask_blend_epi32(is_rec, e, pooled);
+        *acc = _mm512_or_si512(*acc, x);
+        let none = _mm512_cmpeq_epi32_mask(x, _mm512_set1_epi32(NO_ROUTE as i32));
+        _mm512_mask_mov_epi32(x, none, _mm512_set1_epi32(MISS_OUT as i32))
+    }
+
     /// Stages 1 and 2 for 16 keys at `keys[i..i + 16]` are vectorised; a sub-batch's
     /// last `len % 16` keys go through the portable stages.
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
@@ -791,15 +826,21 @@ mod avx512 {
         let mut groups = 0;
         let mut start = 0;
         let prefetch_values = c.prefetch_values.load(std::sync::atomic::Ordering::Relaxed);
-        let l2 = c.l2_prefetch(b);
+        // Without value prefetches (nearly every value is in its bitmap's line) stage 3 runs
+        // inside stage 2, on the 16 keys just ranked.
+        let fused = !prefetch_values;
+        let ahead_by = b.max(super::AHEAD_MIN);
+        let l2 = c.l2_prefetch(ahead_by);
         // Stage (1) has run for keys `..ahead`.
         let mut ahead = 0;
+        // The OR of every raw value of stage (3) (a group to resolve shows in it).
+        let mut acc = _mm512_setzero_si512();
         while start < n {
             let end = (start + b).min(n);
             // (1) directory entries, record offsets; prefetch the records: for this
             // sub-batch (if not done yet) and the next one, so that the next sub-batch's
             // record fetches are in flight while this one is ranked and resolved.
-            let want = (end + b).min(n);
+            let want = (end + ahead_by).min(n);
             while ahead < want {
                 let s_end = (ahead + b).min(n);
                 let s_vec_end = ahead + (s_end - ahead) / 16 * 16;
@@ -882,6 +923,17 @@ mod avx512 {
                     )),
                     _mm512_and_si512(idx, narrow),
                 );
+                if fused {
+                    // The value is in the line just gathered: resolve it now.
+                    // SAFETY: `i + 16 <= vec_end <= 256`: `dir` holds stage 1's entries.
+                    let e = unsafe { _mm512_loadu_si512(dir.as_ptr().add(i).cast()) };
+                    let x = resolve16(pool_base, off, e, &mut acc);
+                    // SAFETY: `i + 16 <= vec_end <= out.len()`, which this call borrows
+                    // mutably.
+                    unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), x) };
+                    i += 16;
+                    continue;
+                }
                 // SAFETY: `i + 16 <= vec_end <= out.len()`, so the 16 offsets are stored
                 // inside `out`, which this call borrows mutably.
                 unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), off) };
@@ -897,9 +949,9 @@ mod avx512 {
             for j in vec_end..end {
                 out[j] = c.stage_rank(keys[j], dir[j], l2);
             }
-            // (3) values: the pool value for records, the directory entry otherwise.
-            let mut acc = _mm512_setzero_si512();
-            let mut i = start;
+            // (3) values: the pool value for records, the directory entry otherwise
+            // (done in stage 2 already when fused).
+            let mut i = if fused { vec_end } else { start };
             while i < vec_end {
                 // SAFETY: `i + 16 <= vec_end <= out.len() <= 256`.
                 let (idx, e) = unsafe {
@@ -908,35 +960,18 @@ mod avx512 {
                         _mm512_loadu_si512(dir.as_ptr().add(i).cast()),
                     )
                 };
-                // SAFETY: every lane is a byte offset below `4·POOL_LEN − 4` (stage 2), so
-                // the 4 bytes read are in the pool; concurrent stores are handled by the
-                // sequence check as in stage (1).
-                let pooled = unsafe { _mm512_i32gather_epi32::<1>(idx, pool_base) };
-                let is_rec = _mm512_cmplt_epi32_mask(e, _mm512_setzero_si512());
-                // Narrow records: the value is the top 3 bytes; NARROW_NONE is no route.
-                let sh = _mm512_and_si512(_mm512_srli_epi32::<27>(e), _mm512_set1_epi32(8));
-                let pooled = _mm512_srlv_epi32(pooled, sh);
-                let narrow =
-                    _mm512_mask_test_epi32_mask(is_rec, e, _mm512_set1_epi32(NARROW as i32));
-                let none = _mm512_mask_cmpeq_epi32_mask(
-                    narrow,
-                    pooled,
-                    _mm512_set1_epi32(NARROW_NONE as i32),
-                );
-                let pooled =
-                    _mm512_mask_mov_epi32(pooled, none, _mm512_set1_epi32(NO_ROUTE as i32));
-                let x = _mm512_mask_blend_epi32(is_rec, e, pooled);
-                acc = _mm512_or_si512(acc, x);
-                let none = _mm512_cmpeq_epi32_mask(x, _mm512_set1_epi32(NO_ROUTE as i32));
-                let x = _mm512_mask_mov_epi32(x, none, _mm512_set1_epi32(MISS_OUT as i32));
+                let x = resolve16(pool_base, idx, e, &mut acc);
                 // SAFETY: as for the load above.
                 unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), x) };
                 i += 16;
             }
-            groups |= _mm512_reduce_or_epi32(acc) as u32;
-            groups |= c.stage_values(&mut out[vec_end..end], &dir[vec_end..end]);
+            if vec_end < end {
+                groups |= c.stage_values(&mut out[vec_end..end], &dir[vec_end..end]);
+            }
             start = end;
         }
+        // One reduction for the whole vector (a sub-batch of 16 would pay it per 16 keys).
+        groups |= _mm512_reduce_or_epi32(acc) as u32;
         groups & GROUP != 0
     }
 }
