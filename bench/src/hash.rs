@@ -344,7 +344,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                     "rte_hash_lookup_bulk_data",
                     b,
                 )
-                .target(1.0),
+                .target(2.0),
             );
         }
         let mut curve: Vec<(f64, f64)> =

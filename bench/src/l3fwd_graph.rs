@@ -567,14 +567,16 @@ pub fn run(args: Args) -> Result<(), Error> {
             mpps(&chunks[0])[0],
             ANCHOR,
             d_mpps[0],
-        ),
+        )
+        .target(1.5),
         Headline::rate(
             &format!("{case}: pktvec, FIB on 4 KiB pages"),
             "Mpps",
             mpps(&chunks[1])[0],
             ANCHOR,
             d_mpps[0],
-        ),
+        )
+        .target(1.5),
     ];
     let variant = |i: usize| {
         json!({

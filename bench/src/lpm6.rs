@@ -252,7 +252,9 @@ pub fn run(args: Args) -> Result<(), Error> {
                     "rte_lpm6_lookup_bulk_func",
                     b,
                 )
-                .target(1.16),
+                // At least 2× on the real table, 5× on the generated one (/48–/64, where
+                // rte_lpm6 reads a line per 8 bits past its tbl24 and pktvec a leaf).
+                .target(if name.starts_with("tier1") { 2.0 } else { 5.0 }),
             );
         }
         let s = t.stats();
