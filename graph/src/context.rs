@@ -508,6 +508,27 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         got
     }
 
+    /// [`alloc_into`](Self::alloc_into) that also fills each buffer, as
+    /// [`BufferPool::alloc_bulk_blocks`]: the `k`-th buffer allocated gets `packet(k)`'s
+    /// block, length and metadata fields. For input nodes replaying minimum-size frames.
+    #[inline]
+    pub fn alloc_blocks_into<'b>(
+        &mut self,
+        frame: &mut Frame,
+        n: usize,
+        packet: impl FnMut(usize) -> pktvec_packet::pool::Block64<'b>,
+    ) -> usize {
+        let want = n.min(frame.room());
+        let start = frame.bufs.len();
+        frame.bufs.resize(start + want, 0);
+        let got = self
+            .rt
+            .pool
+            .alloc_bulk_blocks(&mut frame.bufs[start..], packet);
+        frame.bufs.truncate(start + got);
+        got
+    }
+
     /// Runs `f` on every packet of the frame and sends each where `f` says, then enqueues
     /// the whole frame in bulk. The loop is VPP's quad/dual/single loop: it prefetches the
     /// metadata and first data line of the packets

@@ -25,6 +25,7 @@ use crate::profile::{Order, Popularity, ProfileError, Sizes, TrafficProfile};
 use pktvec_graph::builtin::SourceError;
 use pktvec_graph::{next_nodes, Context, Frame, Node, NodeKind};
 use pktvec_packet::builder::PacketBuilder;
+use pktvec_packet::pool::Block64;
 use pktvec_packet::wire::MacAddr;
 use pktvec_packet::{PacketMut, PacketsMut};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -605,6 +606,43 @@ impl Replay {
     }
 }
 
+impl Replay {
+    /// Allocates up to `want` buffers into `frame`, each filled with the next packet of
+    /// the loop (every packet within one 64-byte block); returns how many it got.
+    #[inline(always)]
+    fn replay_blocks(
+        &mut self,
+        cx: &mut Context<'_, GeneratorSource>,
+        frame: &mut Frame,
+        want: usize,
+    ) -> usize {
+        const NONE: [u8; REPLAY_CHUNK] = [0; REPLAY_CHUNK];
+        // The position lives in a local for the loop, as in `replay_into`.
+        let (index, bytes, mut pos) = (&self.index[..], &self.bytes[..], self.pos);
+        let got = cx.alloc_blocks_into(frame, want, |_| {
+            // Always some: the index is never empty, and each packet is stored from a
+            // 64-byte boundary, padded to a multiple of 64 bytes.
+            let (off, len, flow, rx) = index.get(pos).copied().unwrap_or_default();
+            pos += 1;
+            if pos == index.len() {
+                pos = 0;
+            }
+            let block = bytes
+                .get(off as usize..)
+                .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
+                .unwrap_or(&NONE);
+            Block64 {
+                bytes: block,
+                len,
+                rx_if: rx,
+                opaque: flow,
+            }
+        });
+        self.pos = pos;
+        got
+    }
+}
+
 impl GeneratorSource {
     /// A source over a generator.
     pub fn new(gen: Generator) -> Self {
@@ -688,52 +726,44 @@ impl Node for GeneratorSource {
         if let Some(l) = self.limit {
             want = want.min(l.saturating_sub(self.produced + self.no_buffer) as usize);
         }
-        let got = cx.alloc_into(frame, want);
-        let start = frame.len() - got;
         let blocks_fit = cx.pool().data_room() as usize >= REPLAY_CHUNK;
-        let mut pool = cx.pool_mut().packets_mut();
-        match self.replay.as_mut() {
+        let got = match self.replay.as_mut() {
             // Minimum-size frames (every replayed packet within one 64-byte block, and a
-            // fresh buffer's tailroom holds a block): one block copy per packet and no
-            // call in the loop, so the loop keeps its state in registers.
-            Some(r) if r.max_len <= REPLAY_CHUNK && blocks_fit => {
-                r.replay_into(
-                    &mut pool,
-                    &frame.buffers()[start..],
-                    |p, bytes, off, len| {
-                        // Always some: each packet is stored from a 64-byte boundary, padded.
-                        if let Some(block) = bytes
-                            .get(off..)
-                            .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
-                        {
-                            p.append_block64(block, len);
+            // fresh buffer's data room holds a block): the pool writes each buffer's block
+            // and its whole metadata line as it allocates it, in one pass.
+            Some(r) if r.max_len <= REPLAY_CHUNK && blocks_fit => r.replay_blocks(cx, frame, want),
+            _ => {
+                let got = cx.alloc_into(frame, want);
+                let start = frame.len() - got;
+                let mut pool = cx.pool_mut().packets_mut();
+                match self.replay.as_mut() {
+                    Some(r) => r.replay_into(
+                        &mut pool,
+                        &frame.buffers()[start..],
+                        |p, bytes, off, len| {
+                            // The packet and what follows it: its padding makes 64 bytes
+                            // at least.
+                            p.append_chunks(bytes.get(off..).unwrap_or_default(), len);
+                        },
+                    ),
+                    None => {
+                        for &bi in &frame.buffers()[start..] {
+                            let (flow, data) = self.gen.next_packet();
+                            let mut p = pool.packet_mut(bi);
+                            let n = data.len().min(p.tailroom());
+                            if let Ok(dst) = p.append(n) {
+                                dst.copy_from_slice(&data[..n]);
+                            }
+                            // The receive interface of a live-generated packet is its flow's.
+                            let m = p.meta_mut();
+                            m.opaque = flow as u32;
+                            m.rx_if = self.gen.flows().get(flow).map_or(0, |f| f.rx_if);
                         }
-                    },
-                );
-            }
-            Some(r) => r.replay_into(
-                &mut pool,
-                &frame.buffers()[start..],
-                |p, bytes, off, len| {
-                    // The packet and what follows it: its padding makes 64 bytes at least.
-                    p.append_chunks(bytes.get(off..).unwrap_or_default(), len);
-                },
-            ),
-            None => {
-                for &bi in &frame.buffers()[start..] {
-                    let (flow, data) = self.gen.next_packet();
-                    let mut p = pool.packet_mut(bi);
-                    let n = data.len().min(p.tailroom());
-                    if let Ok(dst) = p.append(n) {
-                        dst.copy_from_slice(&data[..n]);
                     }
-                    // The receive interface of a live-generated packet is its flow's.
-                    let m = p.meta_mut();
-                    m.opaque = flow as u32;
-                    m.rx_if = self.gen.flows().get(flow).map_or(0, |f| f.rx_if);
                 }
+                got
             }
-        }
+        };
         self.produced += got as u64;
         if got < want {
             // Like a NIC with an empty ring: the packets that found no buffer are dropped.

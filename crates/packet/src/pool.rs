@@ -320,6 +320,20 @@ pub trait BufferBackend: Send {
     fn available(&self) -> usize;
 }
 
+/// One packet for [`BufferPool::alloc_bulk_blocks`]: its bytes padded to one 64-byte
+/// block, its length (at most 64) and two metadata fields.
+#[derive(Clone, Copy, Debug)]
+pub struct Block64<'a> {
+    /// The packet's first `len` bytes, then anything (copied whole).
+    pub bytes: &'a [u8; 64],
+    /// Packet length (cut to 64).
+    pub len: u16,
+    /// [`BufferMeta::rx_if`].
+    pub rx_if: u16,
+    /// [`BufferMeta::opaque`].
+    pub opaque: u32,
+}
+
 /// Local cache size of a pool over a [`BufferBackend`]: refills take half of it, spills
 /// happen above it.
 pub const EXTERNAL_CACHE: usize = 512;
@@ -998,6 +1012,82 @@ impl BufferPool {
         for &bi in &out[..n] {
             self.reset(bi);
         }
+        self.in_use += n;
+        n
+    }
+
+    /// Allocates up to `out.len()` buffers, as [`alloc_bulk`](Self::alloc_bulk), and fills
+    /// each one at once, as a receive ring fills its buffers: buffer `out[k]` gets the 64
+    /// bytes of `packet(k).bytes` at the default headroom, a packet length of
+    /// `packet(k).len` (at most 64), and fresh metadata with `rx_if` and `opaque` from
+    /// `packet(k)`. Each metadata line is written once, whole, instead of a reset at
+    /// allocation and edits afterwards. `packet` is called once per allocated buffer, in
+    /// order. Allocates nothing (and returns 0) if the data room is under 64 bytes.
+    ///
+    /// ```
+    /// use pktvec_packet::{pool::Block64, BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 2, ..PoolConfig::default() })?;
+    /// let mut block = [0u8; 64];
+    /// block[..5].copy_from_slice(b"hello");
+    /// let mut out = [0u32; 3];
+    /// let got = pool.alloc_bulk_blocks(&mut out, |k| Block64 {
+    ///     bytes: &block,
+    ///     len: 5 - k as u16,
+    ///     rx_if: 7,
+    ///     opaque: k as u32,
+    /// });
+    /// assert_eq!(got, 2); // the pool had two buffers
+    /// assert_eq!(pool.data(out[1]), b"hell");
+    /// assert_eq!((pool.meta(out[1]).rx_if, pool.meta(out[1]).opaque), (7, 1));
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline]
+    pub fn alloc_bulk_blocks<'b>(
+        &mut self,
+        out: &mut [u32],
+        mut packet: impl FnMut(usize) -> Block64<'b>,
+    ) -> usize {
+        if self.data_room() < 64 {
+            return 0;
+        }
+        if self.free.len() < out.len() && self.backend.is_some() {
+            self.refill(out.len());
+        }
+        let n = out.len().min(self.free.len());
+        if n < out.len() {
+            self.alloc_failures += 1;
+        }
+        let start = self.free.len() - n;
+        let (headroom, buf_size) = (self.headroom, self.buf_size);
+        let (free, slots, r) = (&self.free[start..], &mut self.slots, &self.region);
+        for (k, (slot, &bi)) in out[..n].iter_mut().zip(free).enumerate() {
+            *slot = bi;
+            let b = packet(k);
+            let line = &mut slots[bi as usize];
+            *line = Slot::held(
+                BufferMeta {
+                    data_offset: headroom,
+                    len: b.len.min(64),
+                    rx_if: b.rx_if,
+                    opaque: b.opaque,
+                    ..BufferMeta::default()
+                },
+                buf_size,
+            );
+            // SAFETY: `bi` indexed `slots` above, so `bi < slots.len() == count`; the
+            // buffer came off the free list, so the pool holds it now and no one else
+            // reaches its bytes (the region's contract); `headroom + 64 <= buf_size`
+            // (data room checked above), so the 64 bytes are inside the buffer, and they
+            // cannot overlap `b.bytes`, which the caller borrows from elsewhere.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    b.bytes.as_ptr(),
+                    r.buffer_ptr(bi).add(headroom as usize),
+                    64,
+                );
+            }
+        }
+        self.free.truncate(start);
         self.in_use += n;
         n
     }
