@@ -760,6 +760,54 @@ impl BufferPool {
         bis: &mut [u32],
         descs: &[T],
         rx_if: u16,
+        place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        let in_range = (max_index(bis) as usize) < self.slots.len();
+        // SAFETY: the caller's contract; `in_range` is the burst's range, checked.
+        unsafe { self.adopt_bulk_inner(bis, descs, rx_if, in_range, place) }
+    }
+
+    /// [`adopt_bulk_as`](Self::adopt_bulk_as) for a burst whose indices the caller has
+    /// checked already, all below [`capacity`](Self::capacity) (e.g. a DPDK rx node, whose
+    /// pass from mbuf to index checks the burst's largest index against the mempool's
+    /// size, which is the pool's): the same work without its own range pass. Each buffer's
+    /// "held" mark is still checked, and refused buffers are counted and removed as there.
+    ///
+    /// # Panics
+    /// If `descs` and `bis` differ in length.
+    ///
+    /// # Safety
+    /// As for [`adopt_bulk_as`](Self::adopt_bulk_as), and every index of `bis` is below
+    /// [`capacity`](Self::capacity) (checked in debug builds only).
+    // SAFETY: the range is the caller's to prove (one maximum per burst); the rest is
+    // `adopt_bulk_as`'s contract.
+    #[inline]
+    pub unsafe fn adopt_bulk_in_range_as<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        debug_assert!((max_index(bis) as usize) < self.slots.len() || bis.is_empty());
+        // SAFETY: the caller's contract, the range included.
+        unsafe { self.adopt_bulk_inner(bis, descs, rx_if, true, place) }
+    }
+
+    /// The body of the bulk adoptions: `in_range` says every index of `bis` is below
+    /// `slots.len()` (then the fast loop runs without per-buffer range checks).
+    ///
+    /// # Safety
+    /// As for [`adopt_bulk_as`](Self::adopt_bulk_as); `in_range` true only if it holds.
+    // SAFETY: `in_range` is what lets the fast loop index the lines unchecked; the
+    // callers compute it or have it from their contract.
+    #[inline(always)]
+    unsafe fn adopt_bulk_inner<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        in_range: bool,
         mut place: impl FnMut(&T) -> (u16, u16),
     ) -> usize {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
@@ -779,14 +827,14 @@ impl BufferPool {
         // (a later free would underflow it); the refused ones are taken off at the end.
         self.in_use += n;
         // Fast path: one range check for the whole burst (a maximum the compiler
-        // vectorises), then per buffer only the "free" test, with no branch to a
-        // per-packet refusal: the first buffer that is not free ends it, and the checked
-        // loop below takes over from there.
-        if (max_index(bis) as usize) < self.slots.len() {
+        // vectorises, or the caller's), then per buffer only the "free" test, with no
+        // branch to a per-packet refusal: the first buffer that is not free ends it, and
+        // the checked loop below takes over from there.
+        if in_range {
             #[cfg(target_arch = "x86_64")]
             if self.avx2 {
                 // SAFETY: `avx2` is true only if the CPU has AVX2 (`has_avx2`); every
-                // index is below `slots.len()` (checked above).
+                // index is below `slots.len()` (`in_range`).
                 i = unsafe { adopt_run_avx2(&mut self.slots, bis, descs, line, &mut place) };
             } else {
                 i = adopt_run(&mut self.slots, bis, descs, &mut place, |m, o, l| {
@@ -1906,6 +1954,31 @@ mod tests {
         assert_eq!(&bis[..k], &[3, 4, 5]);
         assert_eq!(p.bad_adopts(), 10);
         assert_eq!(p.free_bulk(&bis[..k]), 3);
+    }
+
+    /// The in-range variant (the caller checked the range) refuses and counts what the
+    /// checked one does among in-range buffers, and writes the same lines.
+    #[test]
+    fn bulk_adopt_in_range_matches_the_checked_one() {
+        let mut mem = vec![Line([0; 64]); 32 * 4];
+        let mut p = external(&mut mem, 32, 256);
+        assert!(adopt(&mut p, 6));
+        let mut bis = [5u32, 6, 7, 31, 0, 6];
+        let descs: Vec<(u16, u16)> = (0..6).map(|i| (100 + i, 60 + i)).collect();
+        // SAFETY: the test's pool over leaked memory has no driver; every index is below
+        // its capacity (32).
+        let k = unsafe { p.adopt_bulk_in_range_as(&mut bis, &descs, 4, |&d| d) };
+        assert_eq!(&bis[..k], &[5, 7, 31, 0]);
+        assert_eq!((p.bad_adopts(), p.in_use()), (2, 5));
+        for (bi, i) in [(5u32, 0u16), (7, 2), (31, 3), (0, 4)] {
+            let want = BufferMeta {
+                data_offset: 100 + i,
+                len: 60 + i,
+                rx_if: 4,
+                ..BufferMeta::default()
+            };
+            assert_eq!(*p.meta(bi), want, "buffer {bi}");
+        }
     }
 
     #[test]
