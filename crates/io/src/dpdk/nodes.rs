@@ -593,7 +593,9 @@ impl DpdkTx {
     }
 
     /// Sends buffers `bis` on queue `qi` in bursts of at most [`BURST_MAX`]: each buffer
-    /// is released to the driver with its place written into its mbuf.
+    /// is released to the driver with its place written into its mbuf. Inlined into
+    /// `process` (one call level less a vector; the per-packet loop stays out of line).
+    #[inline(always)]
     fn send(&mut self, cx: &mut Context<'_, Self>, qi: usize, bis: &[u32]) {
         let l = self.layout;
         for chunk in bis.chunks(BURST_MAX) {
