@@ -138,6 +138,9 @@ pub struct BufferPool {
     /// Addresses for [`prefetch`](Self::prefetch), computed once (the metadata and the
     /// arena never move or change size).
     hints: PrefetchHints,
+    /// The CPU has AVX2 (detected once, when the pool is made): the bulk adoption writes
+    /// each metadata line with two 32-byte stores.
+    avx2: bool,
 }
 
 /// One buffer's cache line in the pool: the [`BufferMeta`] nodes read and write, and the
@@ -369,6 +372,96 @@ fn write_line(m: &mut Slot, line: Line4, data_offset: u16, len: u16) {
     *w = [head, line[1], line[2], line[3]];
 }
 
+/// Whether the CPU runs AVX2 code (x86-64 only; false elsewhere).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The fast loop of [`BufferPool::adopt_bulk_as`]: adopts `bis[i]` with the place `place`
+/// gives for `descs[i]`, writing its line with `write`, until the end or the first buffer
+/// the pool holds already; returns how many were adopted. Every index of `bis` must be
+/// below `slots.len()` (the caller checks the burst's maximum).
+#[inline(always)]
+fn adopt_run<T>(
+    slots: &mut [Slot],
+    bis: &[u32],
+    descs: &[T],
+    place: &mut impl FnMut(&T) -> (u16, u16),
+    write: impl Fn(&mut Slot, u16, u16),
+) -> usize {
+    let mut i = 0;
+    // One step: adopts `bi` with the place of `d`, or says it is not free.
+    let mut adopt = |bi: u32, d: &T| {
+        debug_assert!((bi as usize) < slots.len());
+        // SAFETY: every index of `bis` is below `slots.len()` (this function's contract,
+        // checked by the caller on the burst's maximum).
+        let m = unsafe { slots.get_unchecked_mut(bi as usize) };
+        let free = !m.is_held();
+        if free {
+            let (data_offset, len) = place(d);
+            write(m, data_offset, len);
+        }
+        free
+    };
+    // Four buffers a loop step (chunks: no index checks), then the rest.
+    for (b4, d4) in bis.chunks_exact(4).zip(descs.chunks_exact(4)) {
+        for j in 0..4 {
+            if !adopt(b4[j], &d4[j]) {
+                return i + j;
+            }
+        }
+        i += 4;
+    }
+    for (&bi, d) in bis[i..].iter().zip(&descs[i..]) {
+        if !adopt(bi, d) {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// [`adopt_run`] compiled for AVX2, each line written as two 32-byte stores (the place
+/// inserted into the template's first half with two `vpinsrw` and one `vpblendd`): two
+/// instructions a buffer fewer than the SSE2 line.
+///
+/// # Safety
+/// The CPU has AVX2; every index of `bis` is below `slots.len()`.
+// SAFETY: an `unsafe fn` because it may only run where the CPU has AVX2 (its caller
+// checks `BufferPool::avx2`) and relies on `adopt_run`'s range contract; the bulk adopt
+// tests compare the lines it writes with `BufferMeta` values field by field.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn adopt_run_avx2<T>(
+    slots: &mut [Slot],
+    bis: &[u32],
+    descs: &[T],
+    line: Line4,
+    place: &mut impl FnMut(&T) -> (u16, u16),
+) -> usize {
+    use std::arch::x86_64::*;
+    let lo = _mm256_set_m128i(line[1], line[0]);
+    let hi = _mm256_set_m128i(line[3], line[2]);
+    let write = |m: &mut Slot, data_offset: u16, len: u16| {
+        let head = _mm_insert_epi16::<1>(
+            _mm_insert_epi16::<0>(line[0], data_offset as i32),
+            len as i32,
+        );
+        let first = _mm256_blend_epi32::<0b0000_1111>(lo, _mm256_castsi128_si256(head));
+        let p = (m as *mut Slot).cast::<__m256i>();
+        // SAFETY: `m` is one 64-byte-aligned `Slot` (plain bytes, `Pod`): two aligned
+        // 32-byte stores cover it exactly.
+        unsafe {
+            _mm256_store_si256(p, first);
+            _mm256_store_si256(p.add(1), hi);
+        }
+    };
+    adopt_run(slots, bis, descs, place, write)
+}
+
 /// The largest index of `bis` (0 if empty): one comparison per burst instead of one per
 /// buffer. Written as a plain fold over chunks of 8 so that the compiler keeps it in
 /// vector registers (`pmaxud`, four indices an instruction).
@@ -435,6 +528,7 @@ impl BufferPool {
             double_frees: 0,
             alloc_failures: 0,
             bad_adopts: 0,
+            avx2: has_avx2(),
         })
     }
 
@@ -491,6 +585,7 @@ impl BufferPool {
             double_frees: 0,
             alloc_failures: 0,
             bad_adopts: 0,
+            avx2: has_avx2(),
         })
     }
 
@@ -679,6 +774,54 @@ impl BufferPool {
         bis: &mut [u32],
         descs: &[T],
         rx_if: u16,
+        place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        let in_range = (max_index(bis) as usize) < self.slots.len();
+        // SAFETY: the caller's contract; `in_range` is the burst's range, checked.
+        unsafe { self.adopt_bulk_inner(bis, descs, rx_if, in_range, place) }
+    }
+
+    /// [`adopt_bulk_as`](Self::adopt_bulk_as) for a burst whose indices the caller has
+    /// checked already, all below [`capacity`](Self::capacity) (e.g. a DPDK rx node, whose
+    /// pass from mbuf to index checks the burst's largest index against the mempool's
+    /// size, which is the pool's): the same work without its own range pass. Each buffer's
+    /// "held" mark is still checked, and refused buffers are counted and removed as there.
+    ///
+    /// # Panics
+    /// If `descs` and `bis` differ in length.
+    ///
+    /// # Safety
+    /// As for [`adopt_bulk_as`](Self::adopt_bulk_as), and every index of `bis` is below
+    /// [`capacity`](Self::capacity) (checked in debug builds only).
+    // SAFETY: the range is the caller's to prove (one maximum per burst); the rest is
+    // `adopt_bulk_as`'s contract.
+    #[inline]
+    pub unsafe fn adopt_bulk_in_range_as<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        place: impl FnMut(&T) -> (u16, u16),
+    ) -> usize {
+        debug_assert!((max_index(bis) as usize) < self.slots.len() || bis.is_empty());
+        // SAFETY: the caller's contract, the range included.
+        unsafe { self.adopt_bulk_inner(bis, descs, rx_if, true, place) }
+    }
+
+    /// The body of the bulk adoptions: `in_range` says every index of `bis` is below
+    /// `slots.len()` (then the fast loop runs without per-buffer range checks).
+    ///
+    /// # Safety
+    /// As for [`adopt_bulk_as`](Self::adopt_bulk_as); `in_range` true only if it holds.
+    // SAFETY: `in_range` is what lets the fast loop index the lines unchecked; the
+    // callers compute it or have it from their contract.
+    #[inline(always)]
+    unsafe fn adopt_bulk_inner<T>(
+        &mut self,
+        bis: &mut [u32],
+        descs: &[T],
+        rx_if: u16,
+        in_range: bool,
         mut place: impl FnMut(&T) -> (u16, u16),
     ) -> usize {
         assert_eq!(bis.len(), descs.len(), "one descriptor per buffer");
@@ -698,39 +841,25 @@ impl BufferPool {
         // (a later free would underflow it); the refused ones are taken off at the end.
         self.in_use += n;
         // Fast path: one range check for the whole burst (a maximum the compiler
-        // vectorises), then per buffer only the "free" test, with no branch to a
-        // per-packet refusal: the first buffer that is not free ends it, and the checked
-        // loop below takes over from there.
-        if (max_index(bis) as usize) < self.slots.len() {
-            let slots = &mut self.slots;
-            // One step: adopts `bi` with the place of `d`, or says it is not free.
-            let mut adopt = |bi: u32, d: &T| {
-                // SAFETY: `bi <= max_index(bis) < slots.len()`, checked above.
-                let m = unsafe { slots.get_unchecked_mut(bi as usize) };
-                let free = !m.is_held();
-                if free {
-                    let (data_offset, len) = place(d);
-                    write_line(m, line, data_offset, len);
-                }
-                free
-            };
-            // Four buffers a loop step (chunks: no index checks), then the rest.
-            'fast: {
-                for (b4, d4) in bis.chunks_exact(4).zip(descs.chunks_exact(4)) {
-                    for j in 0..4 {
-                        if !adopt(b4[j], &d4[j]) {
-                            i += j;
-                            break 'fast;
-                        }
-                    }
-                    i += 4;
-                }
-                for (&bi, d) in bis[i..].iter().zip(&descs[i..]) {
-                    if !adopt(bi, d) {
-                        break 'fast;
-                    }
-                    i += 1;
-                }
+        // vectorises, or the caller's), then per buffer only the "free" test, with no
+        // branch to a per-packet refusal: the first buffer that is not free ends it, and
+        // the checked loop below takes over from there.
+        if in_range {
+            #[cfg(target_arch = "x86_64")]
+            if self.avx2 {
+                // SAFETY: `avx2` is true only if the CPU has AVX2 (`has_avx2`); every
+                // index is below `slots.len()` (`in_range`).
+                i = unsafe { adopt_run_avx2(&mut self.slots, bis, descs, line, &mut place) };
+            } else {
+                i = adopt_run(&mut self.slots, bis, descs, &mut place, |m, o, l| {
+                    write_line(m, line, o, l)
+                });
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                i = adopt_run(&mut self.slots, bis, descs, &mut place, |m, o, l| {
+                    write_line(m, line, o, l)
+                });
             }
             if i == n {
                 return n;
@@ -1866,8 +1995,16 @@ mod tests {
     /// the burst, and the result is what one-by-one adoption or release would give.
     #[test]
     fn bulk_fast_paths_hand_over_mid_burst() {
+        // Both line writers: SSE2 and, where the CPU has it, AVX2.
+        for avx2 in [false, has_avx2()] {
+            bulk_fast_paths_hand_over_mid_burst_on(avx2);
+        }
+    }
+
+    fn bulk_fast_paths_hand_over_mid_burst_on(avx2: bool) {
         let mut mem = vec![Line([0; 64]); 64 * 4];
         let mut p = external(&mut mem, 64, 256);
+        p.avx2 = avx2;
         for at in 0..9usize {
             // A burst of 9 buffers, all in range; the one at `at` is already in use.
             let mut bis: Vec<u32> = (10..19).collect();
@@ -1909,10 +2046,43 @@ mod tests {
         assert_eq!(p.free_bulk(&bis[..k]), 3);
     }
 
+    /// The in-range variant (the caller checked the range) refuses and counts what the
+    /// checked one does among in-range buffers, and writes the same lines.
+    #[test]
+    fn bulk_adopt_in_range_matches_the_checked_one() {
+        let mut mem = vec![Line([0; 64]); 32 * 4];
+        let mut p = external(&mut mem, 32, 256);
+        assert!(adopt(&mut p, 6));
+        let mut bis = [5u32, 6, 7, 31, 0, 6];
+        let descs: Vec<(u16, u16)> = (0..6).map(|i| (100 + i, 60 + i)).collect();
+        // SAFETY: the test's pool over leaked memory has no driver; every index is below
+        // its capacity (32).
+        let k = unsafe { p.adopt_bulk_in_range_as(&mut bis, &descs, 4, |&d| d) };
+        assert_eq!(&bis[..k], &[5, 7, 31, 0]);
+        assert_eq!((p.bad_adopts(), p.in_use()), (2, 5));
+        for (bi, i) in [(5u32, 0u16), (7, 2), (31, 3), (0, 4)] {
+            let want = BufferMeta {
+                data_offset: 100 + i,
+                len: 60 + i,
+                rx_if: 4,
+                ..BufferMeta::default()
+            };
+            assert_eq!(*p.meta(bi), want, "buffer {bi}");
+        }
+    }
+
     #[test]
     fn bulk_adopt_resets_the_whole_line_and_bulk_release_marks_free() {
+        // Both line writers: SSE2 and, where the CPU has it, AVX2.
+        for avx2 in [false, has_avx2()] {
+            bulk_adopt_resets_the_whole_line_and_bulk_release_marks_free_on(avx2);
+        }
+    }
+
+    fn bulk_adopt_resets_the_whole_line_and_bulk_release_marks_free_on(avx2: bool) {
         let mut mem = vec![Line([0; 64]); 16 * 4];
         let mut p = external(&mut mem, 16, 256);
+        p.avx2 = avx2;
         // Dirty a line through a full adopt/edit/release cycle first.
         assert!(adopt_as(&mut p, 4, 100, 10, 1));
         {
