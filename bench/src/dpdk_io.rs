@@ -253,7 +253,11 @@ mod measure {
                     // V 256 and 1.3× at V 32 (the ratio shown is the io loop's ÷ ours).
                     "adopted" => (
                         format!("through the buffer pool, V {}", args.vector_size),
-                        Some(if args.vector_size <= 32 { 1.0 / 1.3 } else { 1.0 / 1.2 }),
+                        Some(if args.vector_size <= 32 {
+                            1.0 / 1.3
+                        } else {
+                            1.0 / 1.2
+                        }),
                     ),
                     _ => return None,
                 };

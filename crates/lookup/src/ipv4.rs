@@ -659,10 +659,10 @@ impl Lpm4 {
     /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
     /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
-    /// stage (1) runs at least 128 keys ahead of the others (one sub-batch where `b` is
-    /// larger), so that a small sub-batch's record fetches are in flight well before it
-    /// is ranked; with AVX-512 and values in the record's line, stage (3) runs inside
-    /// stage (2).
+    /// stage (1) runs up to 256 keys ahead of the others (the whole vector), so that a
+    /// small sub-batch's record fetches are in flight well before it is ranked; with
+    /// AVX-512, stage (3) runs inside stage (2) where values lie in the record's line, else
+    /// at least 64 keys behind it (after the value prefetches).
     /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
     /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
     /// gathers; the answers are those of

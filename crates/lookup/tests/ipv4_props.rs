@@ -101,7 +101,7 @@ fn check_all(lpm: &Lpm4, reference: &Reference, keys: &[u32]) -> Result<(), Stri
     if raw != expect_raw {
         return Err("lookup_bulk_raw differs".into());
     }
-    for b in [1usize, 5, 32, 256, 999] {
+    for b in [1usize, 5, 16, 20, 32, 64, 256, 999] {
         let mut raw = vec![7u32; keys.len()];
         lpm.lookup_vector_raw(keys, &mut raw, b);
         if raw != expect_raw {

@@ -153,11 +153,12 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
 }
 
 /// Keys the staged loops' first stage (directory read, record prefetch) runs ahead of the
-/// ranking stage, at least: one sub-batch, and never fewer than this. With sub-batches of
-/// 16 (the graph's default) a look-ahead of one sub-batch keeps only 16–32 record fetches
-/// in flight, too few to cover a far miss; 64 keeps as many as sub-batches of 64 do, and
-/// the unit of work (a sub-batch: rank, then resolve) stays `b`.
-pub(super) const AHEAD_MIN: usize = 128;
+/// ranking stage, at least (one sub-batch where that is more). With sub-batches of 16 (the
+/// graph's default) a look-ahead of one sub-batch kept only 16–32 record fetches in flight,
+/// too few to cover a far miss (b = 16 cost 1.5–2× b = 256 on the 1M tables); the first
+/// stage is a gather and a prefetch per key, so it runs over the whole vector first and
+/// the sub-batch `b` sets the grain of the ranking and value stages.
+pub(super) const AHEAD_MIN: usize = 256;
 
 /// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
 /// that separates the cases measured in `docs/results/lookup-tables.md` (L2 prefetches
@@ -781,6 +782,43 @@ mod avx512 {
         unsafe { staged(c, keys, out, b) }
     }
 
+    /// Stage (3) for keys `start..end`: `out` holds their value offsets (stage 2) on
+    /// entry and their answers on exit; returns the OR of the portable tail's raw values
+    /// (the vector part ORs into `acc`).
+    #[target_feature(enable = "avx512f")]
+    fn resolve_range(
+        c: &Compressed,
+        pool_base: *const i32,
+        out: &mut [u32],
+        dir: &[u32; 256],
+        start: usize,
+        end: usize,
+        acc: &mut std::arch::x86_64::__m512i,
+    ) -> u32 {
+        use std::arch::x86_64::*;
+        let end = end.min(out.len());
+        let vec_end = start + (end.saturating_sub(start)) / 16 * 16;
+        let mut i = start;
+        while i < vec_end {
+            // SAFETY: `i + 16 <= vec_end <= out.len() <= 256`, inside `out` and `dir`.
+            let (idx, e) = unsafe {
+                (
+                    _mm512_loadu_si512(out.as_ptr().add(i).cast()),
+                    _mm512_loadu_si512(dir.as_ptr().add(i).cast()),
+                )
+            };
+            let x = resolve16(pool_base, idx, e, acc);
+            // SAFETY: as for the load above.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), x) };
+            i += 16;
+        }
+        if vec_end < end {
+            c.stage_values(&mut out[vec_end..end], &dir[vec_end..end])
+        } else {
+            0
+        }
+    }
+
     /// Stage (3) for 16 keys: the answers from their value byte offsets `idx` (stage 2)
     /// and directory entries `e`: the pool value for records, the entry otherwise;
     /// [`MISS_OUT`] for no route. ORs the raw values into `acc`.
@@ -835,6 +873,10 @@ mod avx512 {
         let mut ahead = 0;
         // The OR of every raw value of stage (3) (a group to resolve shows in it).
         let mut acc = _mm512_setzero_si512();
+        // When not fused, stage (3) runs LAG keys behind stage (2): keys `..resolved` are
+        // done.
+        const LAG: usize = 64;
+        let mut resolved = 0;
         while start < n {
             let end = (start + b).min(n);
             // (1) directory entries, record offsets; prefetch the records: for this
@@ -949,26 +991,23 @@ mod avx512 {
             for j in vec_end..end {
                 out[j] = c.stage_rank(keys[j], dir[j], l2);
             }
-            // (3) values: the pool value for records, the directory entry otherwise
-            // (done in stage 2 already when fused).
-            let mut i = if fused { vec_end } else { start };
-            while i < vec_end {
-                // SAFETY: `i + 16 <= vec_end <= out.len() <= 256`.
-                let (idx, e) = unsafe {
-                    (
-                        _mm512_loadu_si512(out.as_ptr().add(i).cast()),
-                        _mm512_loadu_si512(dir.as_ptr().add(i).cast()),
-                    )
-                };
-                let x = resolve16(pool_base, idx, e, &mut acc);
-                // SAFETY: as for the load above.
-                unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), x) };
-                i += 16;
-            }
-            if vec_end < end {
+            // (3) values: the pool value for records, the directory entry otherwise. Done
+            // in stage 2 already when fused; else at least 64 keys behind stage 2, so that
+            // the value prefetches of a small sub-batch land before they are read.
+            if !fused {
+                // Keys ranked at least LAG keys ago, in whole vectors of 16.
+                let upto = end.saturating_sub(LAG) / 16 * 16;
+                if upto > resolved {
+                    groups |= resolve_range(c, pool_base, out, &dir, resolved, upto, &mut acc);
+                    resolved = upto;
+                }
+            } else if vec_end < end {
                 groups |= c.stage_values(&mut out[vec_end..end], &dir[vec_end..end]);
             }
             start = end;
+        }
+        if !fused && resolved < n {
+            groups |= resolve_range(c, pool_base, out, &dir, resolved, n, &mut acc);
         }
         // One reduction for the whole vector (a sub-batch of 16 would pay it per 16 keys).
         groups |= _mm512_reduce_or_epi32(acc) as u32;
