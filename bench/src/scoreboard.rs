@@ -153,7 +153,12 @@ fn value(v: f64) -> String {
 }
 
 fn target(r: &Headline) -> String {
-    match (r.target, r.met()) {
+    // Two decimals at most (a cost target of 1.2× the anchor is a ratio of 0.83).
+    let t = r.target.map(|t| {
+        let s = format!("{t:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    });
+    match (t, r.met()) {
         (Some(t), Some(true)) => format!("≥ {t}×: met"),
         (Some(t), _) => format!("≥ {t}×: **not met**"),
         _ => String::new(),
