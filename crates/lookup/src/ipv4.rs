@@ -660,9 +660,10 @@ impl Lpm4 {
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
     /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
     /// stage (1) runs up to 256 keys ahead of the others (the whole vector), so that a
-    /// small sub-batch's record fetches are in flight well before it is ranked; with
-    /// AVX-512, stage (3) runs inside stage (2) where values lie in the record's line, else
-    /// at least 64 keys behind it (after the value prefetches).
+    /// small sub-batch's record fetches are in flight well before it is ranked. With
+    /// AVX-512 the stages take 16 keys per instruction over the whole slice (`b` does not
+    /// change them), stage (3) runs inside stage (2) where values lie in the record's line,
+    /// else 64 keys behind it (after the value prefetches).
     /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
     /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
     /// gathers; the answers are those of
