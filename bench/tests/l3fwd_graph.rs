@@ -6,16 +6,13 @@
 //! Runs when DPDK is installed (`pkg-config libdpdk`); otherwise it says so and passes
 //! without checking.
 
+mod common;
+
 use std::process::Command;
 
 #[test]
 fn pktvec_and_rte_graph_forward_the_stream_alike() {
-    let dpdk = Command::new("pkg-config")
-        .args(["--exists", "libdpdk"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !dpdk {
-        eprintln!("skipped: DPDK is not installed (pkg-config libdpdk)");
+    if !common::dpdk_installed() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_pktvec-bench"))

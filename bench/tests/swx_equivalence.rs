@@ -7,16 +7,13 @@
 //! generated C needs can be had (from the same release's source package; see
 //! benches/dpdk/README.md); otherwise it says why and passes without checking.
 
+mod common;
+
 use std::process::Command;
 
 #[test]
 fn generated_pipelines_match_their_swx_twins() {
-    let dpdk = Command::new("pkg-config")
-        .args(["--exists", "libdpdk"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !dpdk {
-        eprintln!("skipped: DPDK is not installed (pkg-config libdpdk)");
+    if !common::dpdk_installed() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_pktvec-bench"))

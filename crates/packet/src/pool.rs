@@ -1122,18 +1122,26 @@ impl BufferPool {
         }
     }
 
+    /// The free-list tail a bulk allocation of `want` buffers takes: `(start, n)`, the
+    /// last `n` entries from `start` (refilled from the backend first when short; a
+    /// shortfall counts one allocation failure). The caller takes them and truncates.
+    #[inline(always)]
+    fn free_tail(&mut self, want: usize) -> (usize, usize) {
+        if self.free.len() < want && self.backend.is_some() {
+            self.refill(want);
+        }
+        let n = want.min(self.free.len());
+        if n < want {
+            self.alloc_failures += 1;
+        }
+        (self.free.len() - n, n)
+    }
+
     /// Allocates up to `out.len()` buffers into `out` and returns how many it got
     /// (fewer when the pool runs low, never a panic).
     #[inline]
     pub fn alloc_bulk(&mut self, out: &mut [u32]) -> usize {
-        if self.free.len() < out.len() && self.backend.is_some() {
-            self.refill(out.len());
-        }
-        let n = out.len().min(self.free.len());
-        if n < out.len() {
-            self.alloc_failures += 1;
-        }
-        let start = self.free.len() - n;
+        let (start, n) = self.free_tail(out.len());
         for (slot, i) in out[..n].iter_mut().zip(start..) {
             *slot = self.free[i];
         }
@@ -1179,14 +1187,7 @@ impl BufferPool {
         if self.data_room() < 64 {
             return 0;
         }
-        if self.free.len() < out.len() && self.backend.is_some() {
-            self.refill(out.len());
-        }
-        let n = out.len().min(self.free.len());
-        if n < out.len() {
-            self.alloc_failures += 1;
-        }
-        let start = self.free.len() - n;
+        let (start, n) = self.free_tail(out.len());
         let (headroom, buf_size) = (self.headroom, self.buf_size);
         let (free, slots, r) = (&self.free[start..], &mut self.slots, &self.region);
         for (k, (slot, &bi)) in out[..n].iter_mut().zip(free).enumerate() {

@@ -246,9 +246,10 @@ impl DpdkRx {
         };
         // SAFETY: each index is an mbuf of the pool's mempool (pass 1) that
         // `rte_eth_rx_burst` just handed over: out of the mempool, in no driver queue, and
-        // ours alone, which is what adoption asks. Pass 1 checked every index against the
-        // mempool's count, which is the pool's capacity (`Layout::is_pool_of`, checked by
-        // every caller before receiving).
+        // ours alone, which is what adoption asks.
+        // SAFETY (the range `adopt_bulk_in_range_as` trusts): pass 1 checked every index
+        // against the mempool's count, which is the pool's capacity (`Layout::is_pool_of`,
+        // checked by both callers, `process` and `rx_into`, before receiving).
         let k =
             unsafe { pool.adopt_bulk_in_range_as(&mut self.ready[..n], descs, self.rx_if, place) };
         self.refused += (n - k) as u64;
