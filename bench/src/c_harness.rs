@@ -53,7 +53,18 @@ pub fn build_with(name: &str, libs: &str) -> Result<PathBuf, Error> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let bin = dir.join(name);
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(b), Some(s)) = (modified(&bin), modified(&src)) {
+    // The source or any header beside it (the harnesses share `lpm4_fill.h`).
+    let newest_source = std::fs::read_dir(src.parent().unwrap_or(Path::new(".")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "h"))
+        .chain([src.clone()])
+        .map(|p| modified(&p))
+        .max()
+        .flatten();
+    if let (Some(b), Some(s)) = (modified(&bin), newest_source) {
         if b >= s {
             return Ok(bin);
         }

@@ -106,6 +106,8 @@
 #include <rte_node_ip4_api.h>
 #include <rte_ring.h>
 
+#include "lpm4_fill.h"
+
 #define BURST RTE_GRAPH_BURST_SIZE
 #define MAX_PORTS 16
 #define RING_SIZE 1024
@@ -348,85 +350,10 @@ static void timed_run(double secs)
 	fflush(stdout);
 }
 
-struct route {
-	uint32_t ip, nh;
-	uint8_t len;
-};
-
-static int by_len(const void *a, const void *b)
-{
-	const struct route *x = a, *y = b;
-	return (int)x->len - (int)y->len;
-}
-
-static struct route *read_routes(const char *path, size_t *n_out)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		die("%s: %s", path, strerror(errno));
-	size_t cap = 1 << 16, n = 0;
-	struct route *r = malloc(cap * sizeof(*r));
-	unsigned a, b, c, d, len;
-	uint32_t nh;
-	while (fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
-		if (len > 32)
-			die("%s: bad prefix length %u", path, len);
-		if (n == cap)
-			r = realloc(r, (cap *= 2) * sizeof(*r));
-		uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
-		r[n++] = (struct route){len ? ip & ~(uint32_t)0 << (32 - len) : 0, nh, (uint8_t)len};
-	}
-	fclose(f);
-	*n_out = n;
-	return r;
-}
-
 /* What ip4_lookup finds in the table for a next hop id (rte_node_ip4_route_add's value). */
 static uint32_t lookup_value(uint32_t nh)
 {
 	return (((uint32_t)RTE_NODE_IP4_LOOKUP_NEXT_REWRITE << 16) | (nh % n_ports)) & 0xffffff;
-}
-
-static struct rte_lpm_tbl_entry entry(uint32_t value, uint8_t depth, int group)
-{
-	struct rte_lpm_tbl_entry e = {0};
-	e.next_hop = value;
-	e.valid = 1;
-	e.valid_group = group;
-	e.depth = depth;
-	return e;
-}
-
-/* Writes the routes (sorted by length) into the tbl24 and tbl8 groups of an empty rte_lpm,
- * rte_lpm's own entry layout; returns the tbl8 groups used, or -1 past `tbl8s`. */
-static long fill(struct rte_lpm *lpm, const struct route *r, size_t n, uint32_t tbl8s)
-{
-	uint32_t groups = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t ip = r[i].ip, value = lookup_value(r[i].nh);
-		if (r[i].len <= 24) {
-			uint32_t first = ip >> 8, count = 1u << (24 - r[i].len);
-			for (uint32_t k = first; k < first + count; k++)
-				lpm->tbl24[k] = entry(value, r[i].len, 0);
-			continue;
-		}
-		struct rte_lpm_tbl_entry *t = &lpm->tbl24[ip >> 8];
-		if (!(t->valid && t->valid_group)) {
-			if (groups == tbl8s)
-				return -1;
-			struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)groups * 256];
-			for (int k = 0; k < 256; k++) {
-				g[k] = *t;
-				g[k].valid_group = t->valid; /* rte_lpm: "in use" in tbl8 */
-			}
-			*t = entry(groups++, 24, 1);
-		}
-		struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)t->next_hop * 256];
-		uint32_t first = ip & 255, count = 1u << (32 - r[i].len);
-		for (uint32_t k = first; k < first + count; k++)
-			g[k] = entry(value, r[i].len, 1);
-	}
-	return (long)groups;
 }
 
 /* Puts `lpm` in place of the built-in table in the graph's ip4_lookup node context, after
@@ -539,7 +466,13 @@ int main(int argc, char **argv)
 	}
 
 	size_t n_routes;
-	struct route *routes = read_routes(routes_path, &n_routes);
+	FILE *rf = fopen(routes_path, "r");
+	if (!rf)
+		die("%s: %s", routes_path, strerror(errno));
+	struct lpm4_route *routes = lpm4_read_routes(rf, &n_routes);
+	fclose(rf);
+	if (!routes)
+		die("%s: route %zu: bad prefix length", routes_path, n_routes);
 	struct rte_lpm_config lc = {.max_rules = (uint32_t)n_routes + 16,
 				    .number_tbl8s = tbl8s,
 				    .flags = 0};
@@ -555,8 +488,8 @@ int main(int argc, char **argv)
 				die("rte_lpm_add route %zu: %d", i, ret);
 	} else {
 		/* Shorter prefixes first, so that longer ones overwrite them. */
-		qsort(routes, n_routes, sizeof(*routes), by_len);
-		groups = fill(lpm, routes, n_routes, tbl8s);
+		lpm4_sort_by_len(routes, n_routes);
+		groups = lpm4_fill(lpm, routes, n_routes, tbl8s, lookup_value);
 		if (groups < 0)
 			die("more than %" PRIu32 " tbl8 groups needed", tbl8s);
 	}

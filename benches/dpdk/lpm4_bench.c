@@ -43,6 +43,8 @@
 #include <rte_lpm.h>
 #include <rte_malloc.h>
 
+#include "lpm4_fill.h"
+
 #define VEC 256
 
 static uint32_t *read_keys(const char *path, size_t *n_out)
@@ -130,76 +132,6 @@ static void run_passes(const struct rte_lpm *lpm, const uint32_t *keys, size_t n
 	fflush(stdout);
 }
 
-struct route {
-	uint32_t ip, nh;
-	uint8_t len;
-};
-
-static int by_len(const void *a, const void *b)
-{
-	const struct route *x = a, *y = b;
-	return (int)x->len - (int)y->len;
-}
-
-static struct rte_lpm_tbl_entry entry(uint32_t nh, uint8_t depth, int group)
-{
-	struct rte_lpm_tbl_entry e = {0};
-	e.next_hop = nh;
-	e.valid = 1;
-	e.valid_group = group;
-	e.depth = depth;
-	return e;
-}
-
-/* Writes the routes of `f` into the tbl24 and tbl8 groups of an empty rte_lpm; returns the
- * routes written, or -1 when the table needs more than `tbl8s` groups. */
-static long fill(struct rte_lpm *lpm, FILE *f, uint32_t tbl8s)
-{
-	size_t cap = 1 << 20, n = 0;
-	struct route *r = malloc(cap * sizeof(*r));
-	unsigned a, b, c, d, len;
-	uint32_t nh;
-	while (fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
-		if (n == cap)
-			r = realloc(r, (cap *= 2) * sizeof(*r));
-		uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
-		r[n++] = (struct route){len ? ip & ~(uint32_t)0 << (32 - len) : 0, nh & 0xffffff,
-					(uint8_t)len};
-	}
-	/* Shorter prefixes first, so that longer ones overwrite them (a route file holds each
-	 * prefix once). */
-	qsort(r, n, sizeof(*r), by_len);
-	uint32_t groups = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t ip = r[i].ip;
-		if (r[i].len <= 24) {
-			uint32_t first = ip >> 8, count = 1u << (24 - r[i].len);
-			for (uint32_t s = first; s < first + count; s++)
-				lpm->tbl24[s] = entry(r[i].nh, r[i].len, 0);
-			continue;
-		}
-		struct rte_lpm_tbl_entry *t = &lpm->tbl24[ip >> 8];
-		if (!(t->valid && t->valid_group)) {
-			if (groups == tbl8s) {
-				free(r);
-				return -1;
-			}
-			struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)groups * 256];
-			for (int s = 0; s < 256; s++) {
-				g[s] = *t;
-				g[s].valid_group = t->valid; /* rte_lpm: "in use" in tbl8 */
-			}
-			*t = entry(groups++, 24, 1);
-		}
-		struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)t->next_hop * 256];
-		uint32_t first = ip & 255, count = 1u << (32 - r[i].len);
-		for (uint32_t s = first; s < first + count; s++)
-			g[s] = entry(r[i].nh, r[i].len, 1);
-	}
-	free(r);
-	return (long)n;
-}
-
 int main(int argc, char **argv)
 {
 	int ret = rte_eal_init(argc, argv);
@@ -252,12 +184,19 @@ int main(int argc, char **argv)
 	uint32_t added = 0;
 	uint64_t t0 = rte_rdtsc();
 	if (fill_mode) {
-		long filled = fill(lpm, f, tbl8s);
-		if (filled < 0) {
+		size_t n_read;
+		struct lpm4_route *r = lpm4_read_routes(f, &n_read);
+		if (!r) {
+			fprintf(stderr, "%s: route %zu: bad prefix length\n", routes_path, n_read);
+			return 2;
+		}
+		lpm4_sort_by_len(r, n_read);
+		if (lpm4_fill(lpm, r, n_read, tbl8s, NULL) < 0) {
 			fprintf(stderr, "more than %" PRIu32 " tbl8 groups needed\n", tbl8s);
 			return 1;
 		}
-		added = (uint32_t)filled;
+		free(r);
+		added = (uint32_t)n_read;
 	}
 	while (!fill_mode &&
 	       fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {

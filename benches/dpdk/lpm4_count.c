@@ -21,18 +21,9 @@
 
 #include <rte_lpm.h>
 
+#include "lpm4_fill.h"
+
 #define VEC 256
-
-struct route {
-	uint32_t ip, nh;
-	uint8_t len;
-};
-
-static int by_len(const void *a, const void *b)
-{
-	const struct route *x = a, *y = b;
-	return (int)x->len - (int)y->len;
-}
 
 static uint64_t fnv(const uint32_t *v, size_t n)
 {
@@ -43,16 +34,6 @@ static uint64_t fnv(const uint32_t *v, size_t n)
 			h *= 0x100000001b3ULL;
 		}
 	return h;
-}
-
-static struct rte_lpm_tbl_entry entry(uint32_t nh, uint8_t depth, int group)
-{
-	struct rte_lpm_tbl_entry e = {0};
-	e.next_hop = nh;
-	e.valid = 1;
-	e.valid_group = group;
-	e.depth = depth;
-	return e;
 }
 
 int main(int argc, char **argv)
@@ -68,49 +49,23 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 2;
 	}
-	size_t cap = 1 << 20, n = 0;
-	struct route *r = malloc(cap * sizeof(*r));
-	unsigned a, b, c, d, len;
-	uint32_t nh;
-	while (fscanf(f, " %u.%u.%u.%u/%u %" SCNu32, &a, &b, &c, &d, &len, &nh) == 6) {
-		if (n == cap)
-			r = realloc(r, (cap *= 2) * sizeof(*r));
-		uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
-		r[n++] = (struct route){len ? ip & ~(uint32_t)0 << (32 - len) : 0, nh & 0xffffff,
-					(uint8_t)len};
-	}
+	size_t n;
+	struct lpm4_route *r = lpm4_read_routes(f, &n);
 	fclose(f);
-	/* Shorter prefixes first, so that longer ones overwrite them (a route file holds each
-	 * prefix once). */
-	qsort(r, n, sizeof(*r), by_len);
+	if (!r) {
+		fprintf(stderr, "%s: route %zu: bad prefix length\n", argv[1], n);
+		return 2;
+	}
+	lpm4_sort_by_len(r, n);
+	/* rte_lpm's struct with as many tbl8 groups as the routes need (no rte_lpm_create:
+	 * nothing here needs the EAL). */
 	struct rte_lpm *lpm = aligned_alloc(64, sizeof(*lpm));
 	memset(lpm, 0, sizeof(*lpm));
-	uint32_t groups = 0, gcap = 4096;
-	lpm->tbl8 = calloc((size_t)gcap * 256, sizeof(struct rte_lpm_tbl_entry));
-	for (size_t i = 0; i < n; i++) {
-		uint32_t ip = r[i].ip;
-		if (r[i].len <= 24) {
-			uint32_t first = ip >> 8, count = 1u << (24 - r[i].len);
-			for (uint32_t s = first; s < first + count; s++)
-				lpm->tbl24[s] = entry(r[i].nh, r[i].len, 0);
-			continue;
-		}
-		struct rte_lpm_tbl_entry *t = &lpm->tbl24[ip >> 8];
-		if (!(t->valid && t->valid_group)) {
-			if (groups == gcap) {
-				lpm->tbl8 = realloc(lpm->tbl8, (size_t)(gcap *= 2) * 256 * sizeof(*t));
-			}
-			struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)groups * 256];
-			for (int s = 0; s < 256; s++) {
-				g[s] = *t;
-				g[s].valid_group = t->valid; /* rte_lpm: "in use" in tbl8 */
-			}
-			*t = entry(groups++, 24, 1);
-		}
-		struct rte_lpm_tbl_entry *g = &lpm->tbl8[(size_t)t->next_hop * 256];
-		uint32_t first = ip & 255, count = 1u << (32 - r[i].len);
-		for (uint32_t s = first; s < first + count; s++)
-			g[s] = entry(r[i].nh, r[i].len, 1);
+	uint32_t groups = lpm4_groups_needed(r, n);
+	lpm->tbl8 = calloc((size_t)(groups ? groups : 1) * 256, sizeof(struct rte_lpm_tbl_entry));
+	if (lpm4_fill(lpm, r, n, groups, NULL) < 0) {
+		fprintf(stderr, "tbl8 groups miscounted\n");
+		return 1;
 	}
 	free(r);
 
@@ -119,8 +74,8 @@ int main(int argc, char **argv)
 		perror(argv[2]);
 		return 2;
 	}
-	cap = 1 << 20;
-	size_t nk = 0;
+	size_t cap = 1 << 20, nk = 0;
+	unsigned a, b, c, d;
 	uint32_t *keys = malloc(cap * sizeof(*keys));
 	while (fscanf(f, " %u.%u.%u.%u", &a, &b, &c, &d) == 4) {
 		if (nk == cap)

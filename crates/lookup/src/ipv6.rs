@@ -1048,7 +1048,10 @@ impl Lpm6 {
         }
     }
 
-    /// Releases unused capacity of the lookup structure's arrays (free-listed nodes stay).
+    /// Releases unused capacity of the lookup structure's arrays (free-listed nodes stay),
+    /// copying them onto memory advised for transparent huge pages (as the IPv4 FIB's
+    /// first level is): random lookups into a real table's ~10 MiB then miss the TLB
+    /// less.
     ///
     /// ```
     /// let mut t = pktvec_lookup::ipv6::Lpm6::from_routes([(0x2001u128 << 112, 48u8, 1)]).unwrap();
@@ -1056,9 +1059,19 @@ impl Lpm6 {
     /// assert_eq!(t.lookup(0x2001u128 << 112), Some(1));
     /// ```
     pub fn shrink_to_fit(&mut self) {
-        self.lines.shrink_to_fit();
-        self.recs.shrink_to_fit();
+        self.lines = huge_copy(&self.lines);
+        self.recs = huge_copy(&self.recs);
+        self.root = huge_copy(&self.root);
     }
+}
+
+/// A copy of `v` with no spare capacity, on memory advised for transparent huge pages
+/// before its first touch ([`pktvec_packet::mem::advise_hugepages`]).
+fn huge_copy<T: Copy>(v: &[T]) -> Vec<T> {
+    let mut n: Vec<T> = Vec::with_capacity(v.len());
+    pktvec_packet::mem::advise_hugepages(n.spare_capacity_mut());
+    n.extend_from_slice(v);
+    n
 }
 
 #[cfg(test)]
