@@ -50,6 +50,11 @@ pub struct Args {
     /// Skip DPDK: time pktvec only (no ratio rows)
     #[arg(long)]
     no_dpdk: bool,
+    /// Time nothing: per size, fill the table, then run `lookup_bulk` over the lookup
+    /// sequence PASSES times and print the hits, for `valgrind --tool=cachegrind` (the
+    /// difference of two pass counts, divided by the lookups, is the instructions a lookup)
+    #[arg(long, value_name = "PASSES")]
+    count: Option<usize>,
 }
 
 /// `64K` as 65,536 (K = 2^10, M = 2^20, G = 2^30).
@@ -103,6 +108,50 @@ impl Rng {
     fn below(&mut self, n: usize) -> usize {
         ((self.next() as u128 * n as u128) >> 64) as usize
     }
+}
+
+/// The lookup sequence for a table of `n` entries (`mac(0..n)`): `lookups` keys drawn
+/// uniformly from the table, every (100 / `miss_pct`)-th one a key not in it.
+fn lookup_sequence(n: usize, lookups: usize, miss_pct: f64) -> Vec<MacAddr> {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ n as u64);
+    let miss_every = if miss_pct > 0.0 {
+        (100.0 / miss_pct).round().max(1.0) as usize
+    } else {
+        usize::MAX
+    };
+    (0..lookups)
+        .map(|i| {
+            if i % miss_every == miss_every - 1 {
+                mac((n + rng.below(1 << 30)) as u64)
+            } else {
+                mac(rng.below(n) as u64)
+            }
+        })
+        .collect()
+}
+
+/// `--count PASSES`: fills a table of `n` entries and runs `lookup_bulk` over `seq`
+/// `passes` times, half-vector by half-vector as the timed passes do, timing nothing.
+fn count_passes(n: usize, seq: &[MacAddr], passes: usize) -> Result<(), Error> {
+    let mut t: MacTable = HashTable::new(n)?;
+    for i in 0..n {
+        t.insert(mac(i as u64), i as u32)?;
+    }
+    let mut out = vec![None; 256];
+    let mut hits = 0;
+    for _ in 0..passes {
+        for half in seq.chunks(256) {
+            hits += t.lookup_bulk(half, &mut out[..half.len()]);
+            black_box(out[0]);
+        }
+    }
+    println!(
+        "{} entries, {} lookups x {passes} passes: hits {hits}, in secondary buckets {}",
+        human(n),
+        seq.len(),
+        t.stats().in_secondary
+    );
+    Ok(())
 }
 
 fn write_macs(path: &Path, macs: impl Iterator<Item = MacAddr>) -> std::io::Result<()> {
@@ -245,6 +294,12 @@ pub fn run(args: Args) -> Result<(), Error> {
     if !(1..=64).contains(&args.burst) {
         return Err("--burst must be 1..=64".into());
     }
+    if let Some(passes) = args.count {
+        for &n in &sizes {
+            count_passes(n, &lookup_sequence(n, lookups, args.miss_pct), passes)?;
+        }
+        return Ok(());
+    }
     let sitting = Sitting::begin(
         "hash",
         "MAC hash vs rte_hash",
@@ -269,21 +324,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     for &n in &sizes {
         eprintln!("== {} entries", human(n));
         let keys: Vec<MacAddr> = (0..n as u64).map(mac).collect();
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ n as u64);
-        let miss_every = if args.miss_pct > 0.0 {
-            (100.0 / args.miss_pct).round().max(1.0) as usize
-        } else {
-            usize::MAX
-        };
-        let seq: Vec<MacAddr> = (0..lookups)
-            .map(|i| {
-                if i % miss_every == miss_every - 1 {
-                    mac((n + rng.below(1 << 30)) as u64)
-                } else {
-                    keys[rng.below(n)]
-                }
-            })
-            .collect();
+        let seq = lookup_sequence(n, lookups, args.miss_pct);
         let (kp, sp) = (scratch.path("keys.bin"), scratch.path("lookups.bin"));
         if bin.is_some() {
             write_macs(&kp, keys.iter().copied())?;
