@@ -18,7 +18,9 @@
 
 use clap::Parser;
 use pktvec::graph::{GraphBuilder, GraphConfig, InputDrain};
-use pktvec::io::dpdk::{DpdkRx, DpdkRxNext, DpdkTx, Eal, Mempool, Port, PortConfig};
+use pktvec::io::dpdk::{
+    DpdkRx, DpdkRxNext, DpdkTx, Eal, IoForward, Mempool, Port, PortConfig, DEFAULT_RX_BURST,
+};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
@@ -42,6 +44,14 @@ struct Cli {
     /// mbufs raw from rx to tx
     #[arg(long)]
     adopt: bool,
+    /// No clock reads around node calls (`GraphConfig::node_cycles` off), as
+    /// `pktvec-bench dpdk-io` measures
+    #[arg(long)]
+    no_node_cycles: bool,
+    /// Forward with testpmd's io loop (`IoForward`, port i → port i+1) instead of a
+    /// graph: the anchor of `pktvec-bench dpdk-io`, e.g. to count its instructions
+    #[arg(long)]
+    io_loop: bool,
 }
 
 fn main() {
@@ -64,12 +74,17 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         .map(|&id| Port::start(&eal, id, &mempool, &PortConfig::default()))
         .collect::<Result<Vec<_>, _>>()?;
 
+    if cli.io_loop {
+        return io_loop(&cli, &mempool, ports);
+    }
+
     // rx of port i → tx of port i+1. Each rx node stops after its share of the packets;
     // the tx nodes run right after the rx node that filled a vector (one port's mbufs in
     // flight at a time).
     let mut b = GraphBuilder::new(GraphConfig {
         vector_size: cli.vector_size,
         input_drain: InputDrain::WhenFull,
+        node_cycles: !cli.no_node_cycles,
         ..GraphConfig::default()
     });
     let per_port = cli.packets.div_ceil(ports.len() as u64);
@@ -124,6 +139,48 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     if !c.is_balanced() || mempool.available() != mempool.capacity() {
         return Err(format!(
             "lost packets or mbufs: {c}; mempool {} of {} free",
+            mempool.available(),
+            mempool.capacity()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `--io-loop`: testpmd's io forwarding (port i → port i+1) until `-n` packets were
+/// received, then the same check that every mbuf is back in the mempool.
+fn io_loop(
+    cli: &Cli,
+    mempool: &Mempool,
+    ports: Vec<std::sync::Arc<Port>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut loops: Vec<IoForward> = (0..ports.len())
+        .map(|i| IoForward::new(&ports[i], &ports[(i + 1) % ports.len()], DEFAULT_RX_BURST))
+        .collect();
+    let start = Instant::now();
+    let (mut done, mut idle) = (0u64, 0u32);
+    while done < cli.packets && idle < 100_000 {
+        let mut n = 0;
+        for f in loops.iter_mut() {
+            n += f.run_once() as u64;
+        }
+        done += n;
+        idle = if n == 0 { idle + 1 } else { 0 };
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let (sent, dropped): (u64, u64) = loops
+        .iter()
+        .fold((0, 0), |(s, d), f| (s + f.forwarded(), d + f.dropped()));
+    println!(
+        "io loop: {done} packets in {secs:.3} s: {:.2} Mpps; {sent} sent, {dropped} dropped",
+        done as f64 / secs / 1e6
+    );
+    drop(loops);
+    drop(ports);
+    if sent + dropped != done || mempool.available() != mempool.capacity() {
+        return Err(format!(
+            "lost packets or mbufs: {done} received, {sent} sent, {dropped} dropped; \
+             mempool {} of {} free",
             mempool.available(),
             mempool.capacity()
         )
