@@ -5,7 +5,7 @@
 //!
 //! | call | moves | cost |
 //! |---|---|---|
-//! | [`Context::process_packets`] | runs a per-packet function in a prefetching 4/2/1 loop, then enqueues the whole frame | one call per vector |
+//! | [`Context::process_packets`] | runs a per-packet function in a prefetching loop, then enqueues the whole frame | one call per vector |
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
@@ -530,7 +530,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     }
 
     /// Runs `f` on every packet of the frame and sends each where `f` says, then enqueues
-    /// the whole frame in bulk. The loop is VPP's quad/dual/single loop: it prefetches the
+    /// the whole frame in bulk. The loop ([`loops::quad_loop`]) prefetches the
     /// metadata and first data line of the packets
     /// [`prefetch_distance`](Self::prefetch_distance) ahead.
     ///

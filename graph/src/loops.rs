@@ -1,5 +1,5 @@
-//! Loop helpers over a vector of buffer indices: VPP's quad/dual/single loop with
-//! prefetch, and the two-phase sub-batch loop (extract every key and prefetch its bucket,
+//! Loop helpers over a vector of buffer indices: the prefetching loop (VPP's quad loop, one
+//! packet a step), and the two-phase sub-batch loop (extract every key and prefetch its bucket,
 //! then look them all up).
 //!
 //! Both take an explicit `state` (usually the buffer pool) that is passed to every
@@ -25,14 +25,15 @@
 
 use crate::context::MAX_SUB_BATCH;
 
-/// Calls `body(state, i, idx[i])` for every element, four at a time, then two, then one,
-/// calling `prefetch(state, idx[j])` for the elements `distance` ahead (`distance` 0: no
-/// prefetch). Every element is prefetched at most once and never past the end.
+/// Calls `body(state, i, idx[i])` for every element, in order, calling
+/// `prefetch(state, idx[j])` for the element `distance` ahead (`distance` 0: no prefetch).
+/// Every element is prefetched at most once and never past the end.
 ///
-/// Each step takes a group of 4 (2, 1 at the end), prefetches the group `distance` ahead
-/// and runs the body over the group. The body has a single call site, so the compiler
-/// inlines it (with one call site per width, as a C quad/dual/single loop has, a large body
-/// stays an out-of-line call per packet).
+/// The first `distance` elements are prefetched before the loop; then each step prefetches
+/// element `i + distance` (while there is one) and runs the body on element `i`. The body
+/// has a single call site, so the compiler inlines it; one element a step (rather than
+/// VPP's 4/2/1 groups) keeps the per-packet bookkeeping to a counter and one compare,
+/// and the out-of-order core overlaps consecutive packets as a quad loop would.
 #[inline(always)]
 pub fn quad_loop<S: ?Sized>(
     state: &mut S,
@@ -42,30 +43,21 @@ pub fn quad_loop<S: ?Sized>(
     mut body: impl FnMut(&mut S, usize, u32),
 ) {
     let n = idx.len();
-    if distance > 0 {
+    // Elements below `ahead_end - distance` have an element `distance` ahead to fetch.
+    let ahead_end = if distance > 0 {
         // Prime: the first `distance` elements are fetched before the loop starts.
         for &x in &idx[..distance.min(n)] {
             prefetch(state, x);
         }
-    }
-    let mut i = 0;
-    while i < n {
-        let w = match n - i {
-            1 => 1,
-            2 | 3 => 2,
-            _ => 4,
-        };
-        if distance > 0 {
-            let s = (i + distance).min(n);
-            let e = (s + w).min(n);
-            for &x in &idx[s..e] {
-                prefetch(state, x);
-            }
+        n
+    } else {
+        0
+    };
+    for (i, &x) in idx.iter().enumerate() {
+        if let Some(&ahead) = idx[..ahead_end].get(i.wrapping_add(distance)) {
+            prefetch(state, ahead);
         }
-        for (k, &x) in idx[i..i + w].iter().enumerate() {
-            body(state, i + k, x);
-        }
-        i += w;
+        body(state, i, x);
     }
 }
 
