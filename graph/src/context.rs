@@ -586,15 +586,22 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let map = self.verdict_map();
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
-        loops::quad_loop(
-            &mut self.rt.pool.packets_mut(),
+        let mut pk = self.rt.pool.packets_mut();
+        // One index test per vector instead of one per packet.
+        if !pk.all_in_range(bufs) {
+            bad_index(bufs);
+        }
+        loops::quad_loop_into(
+            &mut pk,
             bufs,
+            nexts,
             d,
             |pk, bi| pk.prefetch(bi),
-            |pk, i, bi| {
-                let mut p = pk.packet_mut(bi);
+            |pk, bi| {
+                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                 let v = f(&mut p);
-                nexts[i] = map.slot(v, p.meta_mut());
+                map.slot(v, p.meta_mut())
             },
         );
         self.enqueue_frame(frame);
@@ -644,6 +651,14 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             counts[e] += 1;
         }
     }
+}
+
+/// A frame holds an index that is not a buffer of the pool: a bug upstream, not a packet
+/// error (the per-packet accessors panic the same way).
+#[cold]
+#[inline(never)]
+fn bad_index(bufs: &[u32]) -> ! {
+    panic!("a frame holds a buffer index outside the pool: {bufs:?}")
 }
 
 /// End of the run of `arc` that starts at `start`: compares 16 entries at a time into a

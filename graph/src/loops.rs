@@ -61,6 +61,45 @@ pub fn quad_loop<S: ?Sized>(
     }
 }
 
+/// [`quad_loop`] that stores what the body returns for element `i` in `out[i]`: the same
+/// visits and prefetches over the first `min(idx.len(), out.len())` elements. Walking
+/// `idx` and `out` together, the store needs no bounds test (a node's next slots).
+///
+/// ```
+/// use pktvec_graph::loops::quad_loop_into;
+/// let idx = [3u32, 1, 2];
+/// let mut out = [0u16; 3];
+/// quad_loop_into(&mut (), &idx, &mut out, 2, |_, _| {}, |_, x| x as u16 * 10);
+/// assert_eq!(out, [30, 10, 20]);
+/// ```
+#[inline(always)]
+pub fn quad_loop_into<S: ?Sized, T>(
+    state: &mut S,
+    idx: &[u32],
+    out: &mut [T],
+    distance: usize,
+    prefetch: impl Fn(&S, u32),
+    mut body: impl FnMut(&mut S, u32) -> T,
+) {
+    let n = idx.len().min(out.len());
+    let (idx, out) = (&idx[..n], &mut out[..n]);
+    // As in `quad_loop`.
+    let ahead_end = if distance > 0 {
+        for &x in &idx[..distance.min(n)] {
+            prefetch(state, x);
+        }
+        n
+    } else {
+        0
+    };
+    for (i, (&x, o)) in idx.iter().zip(out.iter_mut()).enumerate() {
+        if let Some(&ahead) = idx[..ahead_end].get(i.wrapping_add(distance)) {
+            prefetch(state, ahead);
+        }
+        *o = body(state, x);
+    }
+}
+
 /// The two-phase loop: for each sub-batch of `b` elements (clamped to
 /// 1..=[`MAX_SUB_BATCH`]), first `key(state, i, idx[i])` for all of them (compute the key
 /// and hash, prefetch the table bucket; `prefetch_next(state, idx[i + b])` is called for
@@ -146,6 +185,35 @@ mod tests {
                     );
                     assert_eq!(f, idx, "n={n} d={d}: every element is prefetched");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn quad_loop_into_matches_quad_loop() {
+        for n in 0..20usize {
+            for d in 0..7usize {
+                let idx: Vec<u32> = (0..n as u32).map(|x| x * 3 + 1).collect();
+                let (fa, fb) = (RefCell::new(Vec::new()), RefCell::new(Vec::new()));
+                let mut a = vec![0u32; n];
+                quad_loop(
+                    &mut a,
+                    &idx,
+                    d,
+                    |_, x| fa.borrow_mut().push(x),
+                    |a, i, x| a[i] = x * 2,
+                );
+                let mut b = vec![0u32; n];
+                quad_loop_into(
+                    &mut (),
+                    &idx,
+                    &mut b,
+                    d,
+                    |_, x| fb.borrow_mut().push(x),
+                    |_, x| x * 2,
+                );
+                assert_eq!(a, b, "n={n} d={d}");
+                assert_eq!(fa.into_inner(), fb.into_inner(), "n={n} d={d}");
             }
         }
     }

@@ -1510,6 +1510,55 @@ impl PacketsMut<'_> {
         PacketMut::new(&mut slot.meta, bytes)
     }
 
+    /// True if every index of `bis` is a buffer index of the pool: one vectorised maximum
+    /// per vector, after which a loop may reach each packet with
+    /// [`packet_mut_unchecked`](Self::packet_mut_unchecked) instead of a test per packet.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 4, ..PoolConfig::default() })?;
+    /// let pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[0, 3, 1]));
+    /// assert!(!pk.all_in_range(&[0, 4]));
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn all_in_range(&self, bis: &[u32]) -> bool {
+        bis.is_empty() || (max_index(bis) as usize) < self.slots.len()
+    }
+
+    /// Write access to packet `bi`, as [`packet_mut`](Self::packet_mut), without the index
+    /// test.
+    ///
+    /// # Safety
+    /// `bi` must be a buffer index of the pool (e.g. checked for a whole vector with
+    /// [`all_in_range`](Self::all_in_range)).
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bi = pool.alloc_with(b"ab")?;
+    /// let mut pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[bi]));
+    /// // SAFETY: checked just above.
+    /// let p = unsafe { pk.packet_mut_unchecked(bi) };
+    /// assert_eq!(p.data(), b"ab");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn packet_mut_unchecked(&mut self, bi: u32) -> PacketMut<'_> {
+        debug_assert!((bi as usize) < self.slots.len());
+        let r = &self.region;
+        // SAFETY: the caller guarantees `bi < slots.len()`.
+        let slot = unsafe { self.slots.get_unchecked_mut(bi as usize) };
+        let n = slot.span();
+        // SAFETY: as in `packet_mut`: `bi < slots.len() == count` (the caller's promise),
+        // so the range is inside one buffer of the region, empty unless the pool holds it;
+        // `&mut self` makes the returned packet the only reference into the buffers.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) };
+        PacketMut::new(&mut slot.meta, bytes)
+    }
+
     /// Read access to packet `bi`, as [`BufferPool::packet`].
     ///
     /// # Panics
