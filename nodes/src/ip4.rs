@@ -207,8 +207,25 @@ fn ip4_input_clamped(
 pub fn ip4_header_checksum_ok(h: &[u8; 20]) -> bool {
     let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
     let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    s != 0 && s % 0xffff == 0
+    // `s != 0 && s % 0xffff == 0` with one multiply and one compare: 0xffff is odd, so
+    // `s` is a multiple of it exactly when `s · 0xffff⁻¹ (mod 2⁶⁴)` is at most
+    // `u64::MAX / 0xffff`; subtracting 1 first moves `s == 0` (product 0) past the bound.
+    s.wrapping_mul(INV_FFFF).wrapping_sub(1) < u64::MAX / 0xffff
 }
+
+/// The inverse of 0xffff modulo 2⁶⁴ (Newton's iteration, each step doubling the correct
+/// low bits: 0xffff is its own inverse modulo 2⁴, then 8, 16, 32, 64 bits).
+const INV_FFFF: u64 = {
+    let d: u64 = 0xffff;
+    let mut x = d;
+    let mut k = 0;
+    while k < 4 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+        k += 1;
+    }
+    x
+};
+const _: () = assert!(INV_FFFF.wrapping_mul(0xffff) == 1);
 
 /// Headers with options (or a bad first byte): every check through the header view.
 #[inline(never)]
@@ -581,6 +598,18 @@ mod tests {
             prop_assert_eq!(
                 ttl_decrement_checksum(c),
                 checksum::update_u16(c, u16::from_be_bytes([ttl, proto]), u16::from_be_bytes([ttl - 1, proto]))
+            );
+        }
+
+        /// The multiply-and-compare divisibility test is `s != 0 && s % 0xffff == 0` for
+        /// every sum five 32-bit words can make (and beyond).
+        #[test]
+        fn checksum_divisibility_test_matches_modulo(
+            s in prop_oneof![0u64..(5u64 << 32), (0u64..(5u64 << 32) / 0xffff).prop_map(|k| k * 0xffff), any::<u64>()]
+        ) {
+            prop_assert_eq!(
+                s.wrapping_mul(INV_FFFF).wrapping_sub(1) < u64::MAX / 0xffff,
+                s != 0 && s % 0xffff == 0
             );
         }
 
