@@ -425,40 +425,45 @@ fn ttl_decrement_checksum(old: u16) -> u16 {
     !((s & 0xffff) + (s >> 16)) as u16
 }
 
+/// [`ttl_decrement_checksum`] on the checksum as the bytes lie in memory, read and
+/// written with the same (native) byte order: one's-complement sums commute with swapping
+/// the bytes of every word, and a swapped TTL word drops by 0x0001 (not 0x0100) where the
+/// big-endian one drops by 0x0100, so the constant is `0xffff - δ` in the read order.
+#[inline(always)]
+fn ttl_decrement_checksum_ne(old: u16) -> u16 {
+    let k: u32 = 0xffff - u32::from(u16::from_ne_bytes([1, 0]));
+    let s = u32::from(!old) + k;
+    !((s & 0xffff) + (s >> 16)) as u16
+}
+
 /// Rewrites one packet with a precomputed L2 header: TTL − 1 with the RFC 1624 update of
 /// the checksum, then the header in one copy.
 ///
 /// The common case — a consistent window, 14 bytes of headroom, a 20-byte header
-/// (`0x45`) whose total length fits the packet, TTL > 1 — is done on one fixed 34-byte
-/// view of the buffer (Ethernet header in the headroom + IPv4 header): one bounds test,
-/// then plain stores. Anything else goes to [`ip4_rewrite_general`], which gives the same
+/// (`0x45`) whose total length fits the packet, TTL > 1 — is done on fixed views of the
+/// 14 bytes of headroom and the 20-byte header
+/// ([`PacketMut::head_and_room_mut`]), then plain stores. Anything else goes to [`ip4_rewrite_general`], which gives the same
 /// result for the common case (tested) and the verdicts for the rest.
 #[inline(always)]
 fn ip4_rewrite_with(
     rw: &L2Rewrite,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4RewriteNext, Ip4RewriteError> {
-    let (m, buf) = pkt.meta_and_buffer_mut();
-    let (s, len) = (m.data_offset as usize, m.len as usize);
-    let view = match s.checked_sub(14) {
-        Some(l2) if s + len <= buf.len() => {
-            buf.get_mut(l2..).and_then(|b| b.first_chunk_mut::<34>())
-        }
-        _ => None,
-    };
-    if let Some(v) = view {
-        let (eth, h) = v.split_at_mut(14);
-        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    if let Some((m, eth, h)) = pkt.head_and_room_mut::<14, 20>() {
+        let total = u16::from_be_bytes([h[2], h[3]]);
         let ttl = h[8];
-        if h[0] == 0x45 && (20..=len).contains(&total) && ttl > 1 {
-            let c = ttl_decrement_checksum(u16::from_be_bytes([h[10], h[11]]));
+        if h[0] == 0x45 && (20..=m.len).contains(&total) && ttl > 1 {
+            // The checksum as stored (byte order does not matter to RFC 1624, see
+            // `ttl_decrement_checksum_ne`): no byte swaps.
+            let c = ttl_decrement_checksum_ne(u16::from_ne_bytes([h[10], h[11]]));
             h[8] = ttl - 1;
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-            eth.copy_from_slice(&rw.header);
-            let l2 = (s - 14) as u16;
+            h[10..12].copy_from_slice(&c.to_ne_bytes());
+            *eth = rw.header;
+            // The window starts at least 14 bytes in and ends inside the buffer.
+            let l2 = m.data_offset - 14;
             m.data_offset = l2;
             m.l2_offset = l2;
-            m.len = (len + 14) as u16;
+            m.len += 14;
             m.tx_if = rw.tx_if;
             return Verdict::Next(Ip4RewriteNext::Output);
         }
@@ -590,6 +595,15 @@ mod tests {
             let general = run(&b, |p| ip4_input_general(&cfg, p.reborrow()));
             prop_assert_eq!(&fast, &general);
             prop_assert_eq!(fast, clamped);
+        }
+
+        /// The update on the stored bytes equals the big-endian one.
+        #[test]
+        fn ttl_decrement_checksum_ne_matches_be(c in any::<[u8; 2]>()) {
+            prop_assert_eq!(
+                ttl_decrement_checksum_ne(u16::from_ne_bytes(c)).to_ne_bytes(),
+                ttl_decrement_checksum(u16::from_be_bytes(c)).to_be_bytes()
+            );
         }
 
         /// The constant-time TTL update equals the general RFC 1624 update.

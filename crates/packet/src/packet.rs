@@ -232,6 +232,40 @@ impl<'a> PacketMut<'a> {
         let h = self.buf.get_mut(s..)?.first_chunk_mut::<N>()?;
         Some((self.meta, h))
     }
+    /// [`head_mut`](Self::head_mut) with the `H` bytes of headroom just before the
+    /// packet: metadata, those `H` bytes and the packet's first `N` bytes, when the window
+    /// is inside the buffer, holds at least `N` bytes and starts at least `H` bytes in;
+    /// `None` otherwise. For fast paths that edit a header and write a new one in front of
+    /// it (a rewrite), with no further bounds tests.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { headroom: 2, ..PoolConfig::default() })?;
+    /// let bi = pool.alloc_with(&[1, 2, 3])?;
+    /// let mut p = pool.packet_mut(bi);
+    /// let (m, room, h) = p.head_and_room_mut::<2, 3>().unwrap();
+    /// *room = [8, 9];
+    /// m.data_offset -= 2;
+    /// m.len += 2;
+    /// assert_eq!(*h, [1, 2, 3]);
+    /// assert!(p.head_and_room_mut::<1, 1>().is_none()); // no headroom left
+    /// assert_eq!(p.data(), &[8, 9, 1, 2, 3]);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn head_and_room_mut<const H: usize, const N: usize>(
+        &mut self,
+    ) -> Option<(&mut BufferMeta, &mut [u8; H], &mut [u8; N])> {
+        let (s, len) = (self.meta.data_offset as usize, self.meta.len as usize);
+        if s < H || len < N || s + len > self.buf.len() {
+            return None;
+        }
+        let (room, rest) = self.buf.get_mut(s - H..)?.split_at_mut(H);
+        let room: &mut [u8; H] = room.try_into().ok()?;
+        let h = rest.first_chunk_mut::<N>()?;
+        Some((self.meta, room, h))
+    }
     /// Metadata and bytes at once (for nodes that read one and write the other).
     #[inline]
     pub fn split(&mut self) -> (&mut BufferMeta, &mut [u8]) {
