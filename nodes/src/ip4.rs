@@ -126,32 +126,45 @@ pub fn ip4_input_one(
     cfg: &Ip4InputConfig,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4InputNext, Ip4InputError> {
-    // A consistent window of at least 20 bytes (two tests, no clamping: `m.len` is the
-    // packet length); the rest through the clamped view.
-    let Some((m, h)) = pkt.head_mut::<20>() else {
-        return ip4_input_clamped(cfg, pkt.reborrow());
-    };
-    if h[0] != 0x45 {
-        return ip4_input_general(cfg, pkt.reborrow());
+    match ip4_input_fast(cfg, pkt) {
+        Some(v) => v,
+        // A short packet, metadata past the buffer, options or a bad first byte.
+        None => ip4_input_clamped(cfg, pkt.reborrow()),
     }
+}
+
+/// [`ip4_input_one`]'s fast path: a 20-byte header (`0x45`) in a consistent window of at
+/// least 20 bytes (two tests, no clamping: `m.len` is the packet length); `None` (and no
+/// edit) for anything else.
+#[inline(always)]
+fn ip4_input_fast(
+    cfg: &Ip4InputConfig,
+    pkt: &mut PacketMut<'_>,
+) -> Option<Verdict<Ip4InputNext, Ip4InputError>> {
+    let (m, h) = pkt.head_mut::<20>()?;
+    if h[0] != 0x45 {
+        return None;
+    }
+    // Every check; a packet that fails any goes to the clamped path, which finds its
+    // reason (the same checks, in the same order).
     let total = u16::from_be_bytes([h[2], h[3]]);
     if total < 20 || total > m.len {
-        return Verdict::Drop(Ip4InputError::BadLength);
+        return None;
     }
     if cfg.verify_checksum && !ip4_header_checksum_ok(h) {
-        return Verdict::Drop(Ip4InputError::BadChecksum);
+        return None;
     }
     if h[8] <= 1 {
-        return Verdict::Drop(Ip4InputError::TtlExpired);
+        return None;
     }
     if cfg.fragments == Policy::Drop && u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
-        return Verdict::Drop(Ip4InputError::Fragment);
+        return None;
     }
     // `total <= len` and the window is inside the buffer: the same edit as
     // `truncate(total)`.
     m.len = total;
     m.flags.insert(MetaFlags::IP4_CSUM_OK);
-    Verdict::Next(Ip4InputNext::Lookup)
+    Some(Verdict::Next(Ip4InputNext::Lookup))
 }
 
 /// [`ip4_input_one`] over the clamped window (a packet under 20 bytes, metadata past the
@@ -272,11 +285,21 @@ impl Node for Ip4Input {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let cfg = self.config;
+        // The fast path in the loop, every other packet after it (through the clamped view,
+        // which gives every verdict).
         if cfg == DEFAULT_IP4_INPUT {
             // The usual settings as constants: the loop tests no setting per packet.
-            cx.process_packets(frame, |p| ip4_input_one(&DEFAULT_IP4_INPUT, p));
+            cx.process_packets_split(
+                frame,
+                |p| ip4_input_fast(&DEFAULT_IP4_INPUT, p),
+                |p| ip4_input_clamped(&DEFAULT_IP4_INPUT, p.reborrow()),
+            );
         } else {
-            cx.process_packets(frame, |p| ip4_input_one(&cfg, p));
+            cx.process_packets_split(
+                frame,
+                |p| ip4_input_fast(&cfg, p),
+                |p| ip4_input_clamped(&cfg, p.reborrow()),
+            );
         }
     }
 
@@ -457,6 +480,18 @@ fn ip4_rewrite_with(
     rw: &L2Rewrite,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4RewriteNext, Ip4RewriteError> {
+    match ip4_rewrite_fast(rw, pkt) {
+        Some(v) => v,
+        None => ip4_rewrite_general(rw, pkt.reborrow()),
+    }
+}
+
+/// [`ip4_rewrite_with`]'s common case; `None` (and no edit) for anything else.
+#[inline(always)]
+fn ip4_rewrite_fast(
+    rw: &L2Rewrite,
+    pkt: &mut PacketMut<'_>,
+) -> Option<Verdict<Ip4RewriteNext, Ip4RewriteError>> {
     if let Some((m, eth, h)) = pkt.head_and_room_mut::<14, 20>() {
         let total = u16::from_be_bytes([h[2], h[3]]);
         let ttl = h[8];
@@ -473,10 +508,10 @@ fn ip4_rewrite_with(
             m.l2_offset = l2;
             m.len += 14;
             m.tx_if = rw.tx_if;
-            return Verdict::Next(Ip4RewriteNext::Output);
+            return Some(Verdict::Next(Ip4RewriteNext::Output));
         }
     }
-    ip4_rewrite_general(rw, pkt.reborrow())
+    None
 }
 
 /// [`ip4_rewrite_with`] through the packet's checked views: every case, slower.
@@ -526,10 +561,15 @@ impl Node for Ip4Rewrite {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let rws = &self.rewrites[..];
-        cx.process_packets(frame, |p| match rws.get(p.meta().opaque as usize) {
-            Some(rw) => ip4_rewrite_with(rw, p),
-            None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
-        });
+        // The common case in the loop, every other packet after it.
+        cx.process_packets_split(
+            frame,
+            |p| ip4_rewrite_fast(rws.get(p.meta().opaque as usize)?, p),
+            |p| match rws.get(p.meta().opaque as usize) {
+                Some(rw) => ip4_rewrite_general(rw, p.reborrow()),
+                None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
+            },
+        );
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
