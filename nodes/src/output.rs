@@ -66,7 +66,9 @@ impl Node for InterfaceOutput {
         // with the data): no packet view, no prefetch of data lines. The metadata lines are
         // warm: the rewrite node just wrote them.
         let ports = &mut self.ports[..];
-        let pool = cx.pool();
+        // The pool's lines as a local view: their address stays in a register across the
+        // counter stores (through the pool it would be reloaded for every packet).
+        let pool = cx.pool_mut().packets_mut();
         let mut bad = false;
         // One index test per vector (a bad index is a bug upstream: `meta` panics on it too).
         assert!(

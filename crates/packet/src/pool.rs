@@ -1377,43 +1377,6 @@ impl BufferPool {
         &self.slots[bi as usize].meta
     }
 
-    /// True if every index of `bis` is a buffer index of the pool (one vectorised maximum),
-    /// as [`PacketsMut::all_in_range`].
-    ///
-    /// ```
-    /// use pktvec_packet::{BufferPool, PoolConfig};
-    /// let pool = BufferPool::new(PoolConfig { buffers: 4, ..PoolConfig::default() })?;
-    /// assert!(pool.all_in_range(&[3, 0]));
-    /// assert!(!pool.all_in_range(&[4]));
-    /// # Ok::<(), pktvec_packet::PoolError>(())
-    /// ```
-    #[inline(always)]
-    pub fn all_in_range(&self, bis: &[u32]) -> bool {
-        bis.is_empty() || (max_index(bis) as usize) < self.slots.len()
-    }
-
-    /// Metadata of buffer `bi`, as [`meta`](Self::meta), without the index test.
-    ///
-    /// # Safety
-    /// `bi` must be a buffer index of the pool (e.g. checked for a whole vector with
-    /// [`all_in_range`](Self::all_in_range)).
-    ///
-    /// ```
-    /// use pktvec_packet::BufferPool;
-    /// let mut pool = BufferPool::new(Default::default())?;
-    /// let bi = pool.alloc_with(b"abc")?;
-    /// assert!(pool.all_in_range(&[bi]));
-    /// // SAFETY: checked just above.
-    /// assert_eq!(unsafe { pool.meta_unchecked(bi) }.len, 3);
-    /// # Ok::<(), pktvec_packet::PoolError>(())
-    /// ```
-    #[inline(always)]
-    pub unsafe fn meta_unchecked(&self, bi: u32) -> &BufferMeta {
-        debug_assert!((bi as usize) < self.slots.len());
-        // SAFETY: the caller guarantees `bi < slots.len()`.
-        &unsafe { self.slots.get_unchecked(bi as usize) }.meta
-    }
-
     /// Mutable metadata of buffer `bi`.
     #[inline]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
@@ -1615,6 +1578,29 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn meta(&self, bi: u32) -> &BufferMeta {
         &self.slots[bi as usize].meta
+    }
+
+    /// Metadata of buffer `bi`, as [`meta`](Self::meta), without the index test.
+    ///
+    /// # Safety
+    /// `bi` must be a buffer index of the pool (e.g. checked for a whole vector with
+    /// [`all_in_range`](Self::all_in_range)).
+    ///
+    /// ```
+    /// use pktvec_packet::BufferPool;
+    /// let mut pool = BufferPool::new(Default::default())?;
+    /// let bi = pool.alloc_with(b"abc")?;
+    /// let pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[bi]));
+    /// // SAFETY: checked just above.
+    /// assert_eq!(unsafe { pk.meta_unchecked(bi) }.len, 3);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn meta_unchecked(&self, bi: u32) -> &BufferMeta {
+        debug_assert!((bi as usize) < self.slots.len());
+        // SAFETY: the caller guarantees `bi < slots.len()`.
+        &unsafe { self.slots.get_unchecked(bi as usize) }.meta
     }
 
     /// Mutable metadata of buffer `bi`, as [`BufferPool::meta_mut`].
