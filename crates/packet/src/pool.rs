@@ -1311,6 +1311,7 @@ impl BufferPool {
         let base = self.free.len();
         self.free.resize(base + bis.len(), 0);
         let free = &mut self.free[base..];
+        debug_assert_eq!(free.len(), bis.len());
         let pool = &mut self.slots;
         let in_range = (max_index(bis) as usize) < pool.len();
         let mut n = 0;
@@ -1321,10 +1322,9 @@ impl BufferPool {
             } else {
                 pool.get_mut(bi as usize).is_some_and(Slot::take)
             };
-            // Always some: `n` is at most the number of indices seen before this one.
-            if let Some(s) = free.get_mut(n) {
-                *s = bi;
-            }
+            // SAFETY: `n` is at most the number of indices seen before this one, so
+            // `n < bis.len() == free.len()` (`free` was resized to `bis.len()` entries).
+            *unsafe { free.get_unchecked_mut(n) } = bi;
             n += usize::from(held);
         }
         self.free.truncate(base + n);
