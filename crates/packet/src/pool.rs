@@ -1189,7 +1189,10 @@ impl BufferPool {
         }
         let (start, n) = self.free_tail(out.len());
         let (headroom, buf_size) = (self.headroom, self.buf_size);
-        let (free, slots, r) = (&self.free[start..], &mut self.slots, &self.region);
+        // The lines as a slice and the region by value: the stores below could alias the
+        // pool as far as the compiler knows, so what is reached through `self` would be
+        // reloaded for every packet.
+        let (free, slots, r) = (&self.free[start..], &mut self.slots[..], self.region.dup());
         for (k, (slot, &bi)) in out[..n].iter_mut().zip(free).enumerate() {
             *slot = bi;
             let b = packet(k);
