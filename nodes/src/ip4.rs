@@ -495,7 +495,9 @@ fn ip4_rewrite_fast(
     if let Some((m, eth, h)) = pkt.head_and_room_mut::<14, 20>() {
         let total = u16::from_be_bytes([h[2], h[3]]);
         let ttl = h[8];
-        if h[0] == 0x45 && (20..=m.len).contains(&total) && ttl > 1 {
+        // `20 <= total <= len` as one unsigned compare (`len >= 20`: the view holds 20
+        // bytes).
+        if h[0] == 0x45 && total.wrapping_sub(20) <= m.len - 20 && ttl > 1 {
             // The checksum as stored (byte order does not matter to RFC 1624, see
             // `ttl_decrement_checksum_ne`): no byte swaps.
             let c = ttl_decrement_checksum_ne(u16::from_ne_bytes([h[10], h[11]]));
