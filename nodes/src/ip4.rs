@@ -202,12 +202,14 @@ fn ip4_input_clamped(
 }
 
 /// True if the one's-complement sum of a 20-byte IPv4 header (checksum included) is
-/// `0xffff` (RFC 1071): five 32-bit words added into a 64-bit accumulator `s`.
+/// `0xffff` (RFC 1071): two 64-bit words and one 32-bit word added with end-around carry
+/// into a 64-bit `s`.
 ///
-/// Folding (end-around carry) keeps a value modulo 65535 and gives `0xffff` for any
-/// non-zero multiple of 65535, so the test is `s != 0 && s % 65535 == 0`: one multiply
-/// instead of four folding steps. Byte order does not matter (RFC 1071 §2(B); a swapped
-/// 16-bit word is the word times 256 modulo 65535, and 256 is invertible modulo 65535).
+/// Folding (end-around carry) keeps a value modulo 65535 (2⁶⁴ − 1 is a multiple of it),
+/// is 0 only for an all-zero sum, and gives `0xffff` for any non-zero multiple of 65535,
+/// so the test is `s != 0 && s % 65535 == 0`: one multiply instead of the folding down to
+/// 16 bits. Byte order does not matter (RFC 1071 §2(B); a swapped 16-bit word is the word
+/// times 256 modulo 65535, and 256 is invertible modulo 65535).
 ///
 /// ```
 /// use pktvec_nodes::ip4::ip4_header_checksum_ok;
@@ -218,11 +220,24 @@ fn ip4_input_clamped(
 /// h[8] -= 1;
 /// assert!(!ip4_header_checksum_ok(&h));
 /// assert!(!ip4_header_checksum_ok(&[0; 20])); // sums to 0, not 0xffff
+/// assert!(ip4_header_checksum_ok(&[0xff; 20])); // ten words 0xffff: sums to 0xffff
 /// ```
 #[inline(always)]
 pub fn ip4_header_checksum_ok(h: &[u8; 20]) -> bool {
-    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-    let s = w(0) + w(4) + w(8) + w(12) + w(16);
+    let (a, rest) = h.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    let (b, c) = rest.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    let c = c.first_chunk::<4>().unwrap_or(&[0; 4]);
+    let (a, b, c) = (
+        u64::from_ne_bytes(*a),
+        u64::from_ne_bytes(*b),
+        u64::from(u32::from_ne_bytes(*c)),
+    );
+    // End-around carries: after a carry out, the sum is at most 2⁶⁴ − 2 (two words) or
+    // below 2³² (a 32-bit word added), so adding the carry back never carries again.
+    let (s, o) = a.overflowing_add(b);
+    let s = s + u64::from(o);
+    let (s, o) = s.overflowing_add(c);
+    let s = s + u64::from(o);
     // `s != 0 && s % 0xffff == 0` with one multiply and one compare: 0xffff is odd, so
     // `s` is a multiple of it exactly when `s · 0xffff⁻¹ (mod 2⁶⁴)` is at most
     // `u64::MAX / 0xffff`; subtracting 1 first moves `s == 0` (product 0) past the bound.
@@ -679,7 +694,13 @@ mod tests {
 
         /// The 20-byte checksum test agrees with the RFC 1071 sum.
         #[test]
-        fn header_checksum_ok_matches_rfc1071(h in any::<[u8; 20]>()) {
+        fn header_checksum_ok_matches_rfc1071(
+            h in prop_oneof![
+                any::<[u8; 20]>(),
+                // Words near all-ones: the 64-bit adds carry out.
+                proptest::array::uniform20(prop_oneof![Just(0xffu8), Just(0xfe), any::<u8>()]),
+            ]
+        ) {
             prop_assert_eq!(ip4_header_checksum_ok(&h), checksum::checksum(&h) == 0);
             // Random bytes rarely sum to a multiple of 65535: fix the checksum field so
             // that they do, and check both agree again.
