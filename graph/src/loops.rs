@@ -83,19 +83,26 @@ pub fn quad_loop_into<S: ?Sized, T>(
 ) {
     let n = idx.len().min(out.len());
     let (idx, out) = (&idx[..n], &mut out[..n]);
-    // As in `quad_loop`.
-    let ahead_end = if distance > 0 {
+    // Elements `..split` have one `distance` ahead to prefetch; the rest have none.
+    let split = if distance > 0 {
+        // Prime: the first `distance` elements are fetched before the loop starts.
         for &x in &idx[..distance.min(n)] {
             prefetch(state, x);
         }
-        n
+        n.saturating_sub(distance)
     } else {
         0
     };
-    for (i, (&x, o)) in idx.iter().zip(out.iter_mut()).enumerate() {
-        if let Some(&ahead) = idx[..ahead_end].get(i.wrapping_add(distance)) {
-            prefetch(state, ahead);
-        }
+    // Two loops, so that neither tests per element whether there is one to prefetch: the
+    // first walks the element, its slot and the element `distance` ahead together.
+    let (head, tail) = idx.split_at(split);
+    let (out_head, out_tail) = out.split_at_mut(split);
+    let ahead = idx.get(distance..).unwrap_or_default();
+    for ((&x, o), &a) in head.iter().zip(out_head.iter_mut()).zip(ahead) {
+        prefetch(state, a);
+        *o = body(state, x);
+    }
+    for (&x, o) in tail.iter().zip(out_tail.iter_mut()) {
         *o = body(state, x);
     }
 }
