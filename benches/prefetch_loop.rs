@@ -1,6 +1,6 @@
 //! A header-touching node (IPv4 TTL decrement with incremental checksum) over buffer pools
 //! larger than L2 and than the last-level cache, visited in random order, with the
-//! prefetching 4/2/1 loop at distance d = 0 (no prefetch), 2, 4 and 8
+//! prefetching loop at distance d = 0 (no prefetch), 2, 4 and 8
 //! (`pktvec::perf::prefetch_graph`).
 //!
 //! ```text

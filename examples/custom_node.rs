@@ -47,7 +47,7 @@ impl Node for Ip4Ttl {
     type Error = Ip4TtlError;
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        // A prefetching 4/2/1 loop over the vector, then one bulk enqueue.
+        // A prefetching loop over the vector, then one bulk enqueue.
         cx.process_packets(frame, |pkt| {
             let Ok(l2) = parse_l2(pkt.data()) else {
                 return Verdict::Drop(Ip4TtlError::NotIp4);

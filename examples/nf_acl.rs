@@ -53,7 +53,7 @@ impl Node for Ip4Acl {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let (deny_src, deny_port) = (&self.deny_src, &self.deny_port);
-        // The prefetching 4/2/1 loop, then one bulk enqueue. No allocation, no lock.
+        // The prefetching loop, then one bulk enqueue. No allocation, no lock.
         cx.process_packets(frame, |pkt| {
             // ip4-input left the packet at its IPv4 header: offset 0.
             let Ok(ip) = Ipv4Packet::new_checked(pkt.data()) else {

@@ -1,7 +1,7 @@
 //! # pktvec
 //!
 //! Vector packet processing in the style of FD.io VPP: a graph of nodes processes vectors
-//! of buffer indices with 4/2/1-wide prefetching loops.
+//! of buffer indices with prefetching loops.
 //!
 //! This crate is the facade: it re-exports the member crates and adds what a program
 //! built on them needs.

@@ -57,7 +57,7 @@ enum Cmd {
     Lpm6(lpm6::Args),
     /// Exact-match MAC hash vs DPDK rte_hash
     Hash(hash::Args),
-    /// Gain of the prefetching 4/2/1 loop over pools in and beyond the caches
+    /// Gain of the prefetching loop over pools in and beyond the caches
     Prefetch(prefetch::Args),
     /// The four forwarders (l2fwd, l3fwd, ndnfwd, cryptofwd): Mpps and cycles per packet
     Forwarders(forwarders::Args),

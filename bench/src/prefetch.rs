@@ -1,4 +1,4 @@
-//! `prefetch`: the gain of the prefetching 4/2/1 loop. Cycles per packet of the graph
+//! `prefetch`: the gain of the prefetching loop. Cycles per packet of the graph
 //! `source → ip4-ttl → sink` (`pktvec::perf::prefetch_graph`: `ip4-ttl` reads the IPv4
 //! header and rewrites TTL and checksum, one metadata line and one data line a packet),
 //! packets visited in a random permutation of the whole pool, at prefetch distance 0, 2,

@@ -37,7 +37,7 @@ pub struct CommonArgs {
     /// Sub-batch size b of the two-phase lookups.
     #[arg(long, default_value_t = 16)]
     pub sub_batch: usize,
-    /// Prefetch distance of the 4/2/1 loops (0 = off).
+    /// Prefetch distance of the prefetching loops (0 = off).
     #[arg(long, default_value_t = 4)]
     pub prefetch: usize,
     /// Buffers in the pool.

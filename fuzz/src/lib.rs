@@ -25,7 +25,7 @@ pub mod targets;
 pub const MAX_FRAMES: usize = 32;
 
 /// Vector sizes byte 1 selects (bits 0..=2): the default, and small ones that split an
-/// input's frames over several vectors (partial vectors, re-queued nodes, the 4/2/1
+/// input's frames over several vectors (partial vectors, re-queued nodes, the prefetching
 /// loops' tails).
 pub const VECTOR_SIZES: [usize; 8] = [256, 1, 2, 3, 4, 5, 8, 64];
 /// Prefetch distances byte 1 selects (bits 3..=4).
@@ -78,7 +78,7 @@ pub struct Input<'a> {
     pub extra: u8,
     /// Graph vector size.
     pub vector_size: usize,
-    /// Prefetch distance of the 4/2/1 loops.
+    /// Prefetch distance of the prefetching loops.
     pub prefetch: usize,
     /// Sub-batch size of the two-phase loops.
     pub sub_batch: usize,

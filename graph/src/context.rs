@@ -5,7 +5,8 @@
 //!
 //! | call | moves | cost |
 //! |---|---|---|
-//! | [`Context::process_packets`] | runs a per-packet function in a prefetching 4/2/1 loop, then enqueues the whole frame | one call per vector |
+//! | [`Context::process_packets`] | runs a per-packet function in a prefetching loop, then enqueues the whole frame | one call per vector |
+//! | [`Context::process_packets_split`] | the same with a fast path in the loop and the rest after it | one call per vector |
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
@@ -530,7 +531,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     }
 
     /// Runs `f` on every packet of the frame and sends each where `f` says, then enqueues
-    /// the whole frame in bulk. The loop is VPP's quad/dual/single loop: it prefetches the
+    /// the whole frame in bulk. The loop ([`loops::quad_loop`]) prefetches the
     /// metadata and first data line of the packets
     /// [`prefetch_distance`](Self::prefetch_distance) ahead.
     ///
@@ -586,17 +587,116 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let map = self.verdict_map();
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
-        loops::quad_loop(
-            &mut self.rt.pool.packets_mut(),
+        let mut pk = self.rt.pool.packets_mut();
+        // One index test per vector instead of one per packet.
+        if !pk.all_in_range(bufs) {
+            bad_index(bufs);
+        }
+        loops::quad_loop_into(
+            &mut pk,
             bufs,
+            nexts,
             d,
             |pk, bi| pk.prefetch(bi),
-            |pk, i, bi| {
-                let mut p = pk.packet_mut(bi);
+            |pk, bi| {
+                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                 let v = f(&mut p);
-                nexts[i] = map.slot(v, p.meta_mut());
+                map.slot(v, p.meta_mut())
             },
         );
+        self.enqueue_frame(frame);
+    }
+
+    /// [`process_packets`](Self::process_packets) in two passes: `fast` decides the usual
+    /// packets and returns `None` for any it leaves to `slow`, which then runs on each of
+    /// those, in order, after the whole vector has been through `fast`. Each packet's
+    /// verdict is `fast`'s, or `slow`'s where `fast` gave none; the frame is then enqueued
+    /// as one. With no call on its path, the per-packet loop keeps its state in registers
+    /// (a call, even a rare one, makes the compiler save and reload them around every
+    /// packet). `slow` must give every packet its full verdict (it may re-check what
+    /// `fast` checked).
+    ///
+    /// ```
+    /// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+    /// use pktvec_graph::{next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, Verdict};
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    ///
+    /// next_nodes! { pub enum MarkNext { Tx = "tx" } }
+    /// node_errors! { pub enum MarkError { Empty = "empty packet" } }
+    ///
+    /// /// Sets the first byte of every packet to 0xff; empty packets take the slow path.
+    /// struct Mark;
+    ///
+    /// impl Node for Mark {
+    ///     type Next = MarkNext;
+    ///     type Error = MarkError;
+    ///
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         cx.process_packets_split(
+    ///             frame,
+    ///             |pkt| {
+    ///                 let b = pkt.data_mut().first_mut()?;
+    ///                 *b = 0xff;
+    ///                 Some(Verdict::Next(MarkNext::Tx))
+    ///             },
+    ///             |_| Verdict::Drop(MarkError::Empty),
+    ///         );
+    ///     }
+    /// }
+    ///
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("source", PacketSource::new(vec![vec![0u8; 60], vec![]]).with_limit(4))
+    ///     .add("mark", Mark)
+    ///     .add("tx", NullSink)
+    ///     .set_next("source", SourceNext::Out, "mark");
+    /// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+    /// g.run_until_idle();
+    /// assert_eq!(g.runtime().row("tx").unwrap().packets, 2);
+    /// assert_eq!(g.errors().count("mark", "empty packet"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn process_packets_split<F, S>(&mut self, frame: &mut Frame, mut fast: F, mut slow: S)
+    where
+        F: FnMut(&mut PacketMut<'_>) -> Option<Verdict<N::Next, N::Error>>,
+        S: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
+    {
+        let d = self.rt.cfg.prefetch_distance;
+        let map = self.verdict_map();
+        debug_assert!(map.drop_arc < DEFERRED);
+        let n = frame.bufs.len();
+        let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
+        let mut pk = self.rt.pool.packets_mut();
+        // One index test per vector instead of one per packet.
+        if !pk.all_in_range(bufs) {
+            bad_index(bufs);
+        }
+        loops::quad_loop_into(
+            &mut pk,
+            bufs,
+            nexts,
+            d,
+            |pk, bi| pk.prefetch(bi),
+            |pk, bi| {
+                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                match fast(&mut p) {
+                    Some(v) => map.slot(v, p.meta_mut()),
+                    None => DEFERRED,
+                }
+            },
+        );
+        // Branch-free over the whole vector, so it vectorizes, as in `enqueue_frame`.
+        if nexts.iter().fold(false, |a, &x| a | (x == DEFERRED)) {
+            for (slot, &bi) in nexts.iter_mut().zip(bufs) {
+                if *slot == DEFERRED {
+                    // SAFETY: as above.
+                    let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                    *slot = map.slot(slow(&mut p), p.meta_mut());
+                }
+            }
+        }
         self.enqueue_frame(frame);
     }
 
@@ -644,6 +744,18 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             counts[e] += 1;
         }
     }
+}
+
+/// The next slot of a packet `process_packets_split`'s fast pass left to its slow pass
+/// (no arc: a node's arcs and its drop arc are below it).
+const DEFERRED: u16 = u16::MAX;
+
+/// A frame holds an index that is not a buffer of the pool: a bug upstream, not a packet
+/// error (the per-packet accessors panic the same way).
+#[cold]
+#[inline(never)]
+fn bad_index(bufs: &[u32]) -> ! {
+    panic!("a frame holds a buffer index outside the pool: {bufs:?}")
 }
 
 /// End of the run of `arc` that starts at `start`: compares 16 entries at a time into a

@@ -4,7 +4,7 @@
 //! [`Node`]s, each called once per [`Frame`] (a vector of up to `V` buffer indices);
 //! typed next arcs resolved by name when the graph is built; a dispatcher that polls input
 //! nodes and runs pending vectors to completion, handing whole vectors over without copying
-//! when it can; 4/2/1-wide prefetching loops and a two-phase sub-batch loop; per-node
+//! when it can; prefetching loops and a two-phase sub-batch loop; per-node
 //! runtime counters in cycles; drop counters by reason; a packet trace; pcap capture taps.
 //!
 //! A node in safe Rust:

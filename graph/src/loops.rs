@@ -1,5 +1,5 @@
-//! Loop helpers over a vector of buffer indices: VPP's quad/dual/single loop with
-//! prefetch, and the two-phase sub-batch loop (extract every key and prefetch its bucket,
+//! Loop helpers over a vector of buffer indices: the prefetching loop (VPP's quad loop, one
+//! packet a step), and the two-phase sub-batch loop (extract every key and prefetch its bucket,
 //! then look them all up).
 //!
 //! Both take an explicit `state` (usually the buffer pool) that is passed to every
@@ -25,14 +25,15 @@
 
 use crate::context::MAX_SUB_BATCH;
 
-/// Calls `body(state, i, idx[i])` for every element, four at a time, then two, then one,
-/// calling `prefetch(state, idx[j])` for the elements `distance` ahead (`distance` 0: no
-/// prefetch). Every element is prefetched at most once and never past the end.
+/// Calls `body(state, i, idx[i])` for every element, in order, calling
+/// `prefetch(state, idx[j])` for the element `distance` ahead (`distance` 0: no prefetch).
+/// Every element is prefetched at most once and never past the end.
 ///
-/// Each step takes a group of 4 (2, 1 at the end), prefetches the group `distance` ahead
-/// and runs the body over the group. The body has a single call site, so the compiler
-/// inlines it (with one call site per width, as a C quad/dual/single loop has, a large body
-/// stays an out-of-line call per packet).
+/// The first `distance` elements are prefetched before the loop; then each step prefetches
+/// element `i + distance` (while there is one) and runs the body on element `i`. The body
+/// has a single call site, so the compiler inlines it; one element a step (rather than
+/// VPP's 4/2/1 groups) keeps the per-packet bookkeeping to a counter and one compare,
+/// and the out-of-order core overlaps consecutive packets as a quad loop would.
 #[inline(always)]
 pub fn quad_loop<S: ?Sized>(
     state: &mut S,
@@ -42,30 +43,67 @@ pub fn quad_loop<S: ?Sized>(
     mut body: impl FnMut(&mut S, usize, u32),
 ) {
     let n = idx.len();
-    if distance > 0 {
+    // Elements below `ahead_end - distance` have an element `distance` ahead to fetch.
+    let ahead_end = if distance > 0 {
         // Prime: the first `distance` elements are fetched before the loop starts.
         for &x in &idx[..distance.min(n)] {
             prefetch(state, x);
         }
+        n
+    } else {
+        0
+    };
+    for (i, &x) in idx.iter().enumerate() {
+        if let Some(&ahead) = idx[..ahead_end].get(i.wrapping_add(distance)) {
+            prefetch(state, ahead);
+        }
+        body(state, i, x);
     }
-    let mut i = 0;
-    while i < n {
-        let w = match n - i {
-            1 => 1,
-            2 | 3 => 2,
-            _ => 4,
-        };
-        if distance > 0 {
-            let s = (i + distance).min(n);
-            let e = (s + w).min(n);
-            for &x in &idx[s..e] {
-                prefetch(state, x);
-            }
+}
+
+/// [`quad_loop`] that stores what the body returns for element `i` in `out[i]`: the same
+/// visits and prefetches over the first `min(idx.len(), out.len())` elements. Walking
+/// `idx` and `out` together, the store needs no bounds test (a node's next slots).
+///
+/// ```
+/// use pktvec_graph::loops::quad_loop_into;
+/// let idx = [3u32, 1, 2];
+/// let mut out = [0u16; 3];
+/// quad_loop_into(&mut (), &idx, &mut out, 2, |_, _| {}, |_, x| x as u16 * 10);
+/// assert_eq!(out, [30, 10, 20]);
+/// ```
+#[inline(always)]
+pub fn quad_loop_into<S: ?Sized, T>(
+    state: &mut S,
+    idx: &[u32],
+    out: &mut [T],
+    distance: usize,
+    prefetch: impl Fn(&S, u32),
+    mut body: impl FnMut(&mut S, u32) -> T,
+) {
+    let n = idx.len().min(out.len());
+    let (idx, out) = (&idx[..n], &mut out[..n]);
+    // Elements `..split` have one `distance` ahead to prefetch; the rest have none.
+    let split = if distance > 0 {
+        // Prime: the first `distance` elements are fetched before the loop starts.
+        for &x in &idx[..distance.min(n)] {
+            prefetch(state, x);
         }
-        for (k, &x) in idx[i..i + w].iter().enumerate() {
-            body(state, i + k, x);
-        }
-        i += w;
+        n.saturating_sub(distance)
+    } else {
+        0
+    };
+    // Two loops, so that neither tests per element whether there is one to prefetch: the
+    // first walks the element, its slot and the element `distance` ahead together.
+    let (head, tail) = idx.split_at(split);
+    let (out_head, out_tail) = out.split_at_mut(split);
+    let ahead = idx.get(distance..).unwrap_or_default();
+    for ((&x, o), &a) in head.iter().zip(out_head.iter_mut()).zip(ahead) {
+        prefetch(state, a);
+        *o = body(state, x);
+    }
+    for (&x, o) in tail.iter().zip(out_tail.iter_mut()) {
+        *o = body(state, x);
     }
 }
 
@@ -154,6 +192,35 @@ mod tests {
                     );
                     assert_eq!(f, idx, "n={n} d={d}: every element is prefetched");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn quad_loop_into_matches_quad_loop() {
+        for n in 0..20usize {
+            for d in 0..7usize {
+                let idx: Vec<u32> = (0..n as u32).map(|x| x * 3 + 1).collect();
+                let (fa, fb) = (RefCell::new(Vec::new()), RefCell::new(Vec::new()));
+                let mut a = vec![0u32; n];
+                quad_loop(
+                    &mut a,
+                    &idx,
+                    d,
+                    |_, x| fa.borrow_mut().push(x),
+                    |a, i, x| a[i] = x * 2,
+                );
+                let mut b = vec![0u32; n];
+                quad_loop_into(
+                    &mut (),
+                    &idx,
+                    &mut b,
+                    d,
+                    |_, x| fb.borrow_mut().push(x),
+                    |_, x| x * 2,
+                );
+                assert_eq!(a, b, "n={n} d={d}");
+                assert_eq!(fa.into_inner(), fb.into_inner(), "n={n} d={d}");
             }
         }
     }

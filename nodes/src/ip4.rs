@@ -61,13 +61,16 @@ pub struct Ip4InputConfig {
 
 impl Default for Ip4InputConfig {
     fn default() -> Self {
-        Ip4InputConfig {
-            verify_checksum: true,
-            options: Policy::Accept,
-            fragments: Policy::Accept,
-        }
+        DEFAULT_IP4_INPUT
     }
 }
+
+/// [`Ip4InputConfig::default`] as a constant.
+const DEFAULT_IP4_INPUT: Ip4InputConfig = Ip4InputConfig {
+    verify_checksum: true,
+    options: Policy::Accept,
+    fragments: Policy::Accept,
+};
 
 next_nodes! {
     /// Arcs of `ip4-input`.
@@ -123,6 +126,54 @@ pub fn ip4_input_one(
     cfg: &Ip4InputConfig,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4InputNext, Ip4InputError> {
+    match ip4_input_fast(cfg, pkt) {
+        Some(v) => v,
+        // A short packet, metadata past the buffer, options or a bad first byte.
+        None => ip4_input_clamped(cfg, pkt.reborrow()),
+    }
+}
+
+/// [`ip4_input_one`]'s fast path: a 20-byte header (`0x45`) in a consistent window of at
+/// least 20 bytes (two tests, no clamping: `m.len` is the packet length); `None` (and no
+/// edit) for anything else.
+#[inline(always)]
+fn ip4_input_fast(
+    cfg: &Ip4InputConfig,
+    pkt: &mut PacketMut<'_>,
+) -> Option<Verdict<Ip4InputNext, Ip4InputError>> {
+    let (m, h) = pkt.head_mut::<20>()?;
+    if h[0] != 0x45 {
+        return None;
+    }
+    // Every check; a packet that fails any goes to the clamped path, which finds its
+    // reason (the same checks, in the same order).
+    let total = u16::from_be_bytes([h[2], h[3]]);
+    if total < 20 || total > m.len {
+        return None;
+    }
+    if cfg.verify_checksum && !ip4_header_checksum_ok(h) {
+        return None;
+    }
+    if h[8] <= 1 {
+        return None;
+    }
+    if cfg.fragments == Policy::Drop && u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    // `total <= len` and the window is inside the buffer: the same edit as
+    // `truncate(total)`.
+    m.len = total;
+    m.flags.insert(MetaFlags::IP4_CSUM_OK);
+    Some(Verdict::Next(Ip4InputNext::Lookup))
+}
+
+/// [`ip4_input_one`] over the clamped window (a packet under 20 bytes, metadata past the
+/// buffer): the same checks and verdicts.
+#[inline(never)]
+fn ip4_input_clamped(
+    cfg: &Ip4InputConfig,
+    mut pkt: PacketMut<'_>,
+) -> Verdict<Ip4InputNext, Ip4InputError> {
     let (m, d) = pkt.split();
     let Some(h) = d.first_chunk::<20>() else {
         return Verdict::Drop(Ip4InputError::Truncated);
@@ -151,12 +202,14 @@ pub fn ip4_input_one(
 }
 
 /// True if the one's-complement sum of a 20-byte IPv4 header (checksum included) is
-/// `0xffff` (RFC 1071): five 32-bit words added into a 64-bit accumulator `s`.
+/// `0xffff` (RFC 1071): two 64-bit words and one 32-bit word added with end-around carry
+/// into a 64-bit `s`.
 ///
-/// Folding (end-around carry) keeps a value modulo 65535 and gives `0xffff` for any
-/// non-zero multiple of 65535, so the test is `s != 0 && s % 65535 == 0`: one multiply
-/// instead of four folding steps. Byte order does not matter (RFC 1071 §2(B); a swapped
-/// 16-bit word is the word times 256 modulo 65535, and 256 is invertible modulo 65535).
+/// Folding (end-around carry) keeps a value modulo 65535 (2⁶⁴ − 1 is a multiple of it),
+/// is 0 only for an all-zero sum, and gives `0xffff` for any non-zero multiple of 65535,
+/// so the test is `s != 0 && s % 65535 == 0`: one multiply instead of the folding down to
+/// 16 bits. Byte order does not matter (RFC 1071 §2(B); a swapped 16-bit word is the word
+/// times 256 modulo 65535, and 256 is invertible modulo 65535).
 ///
 /// ```
 /// use pktvec_nodes::ip4::ip4_header_checksum_ok;
@@ -167,13 +220,43 @@ pub fn ip4_input_one(
 /// h[8] -= 1;
 /// assert!(!ip4_header_checksum_ok(&h));
 /// assert!(!ip4_header_checksum_ok(&[0; 20])); // sums to 0, not 0xffff
+/// assert!(ip4_header_checksum_ok(&[0xff; 20])); // ten words 0xffff: sums to 0xffff
 /// ```
 #[inline(always)]
 pub fn ip4_header_checksum_ok(h: &[u8; 20]) -> bool {
-    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-    let s = w(0) + w(4) + w(8) + w(12) + w(16);
-    s != 0 && s % 0xffff == 0
+    let (a, rest) = h.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    let (b, c) = rest.split_first_chunk::<8>().unwrap_or((&[0; 8], &[]));
+    let c = c.first_chunk::<4>().unwrap_or(&[0; 4]);
+    let (a, b, c) = (
+        u64::from_ne_bytes(*a),
+        u64::from_ne_bytes(*b),
+        u64::from(u32::from_ne_bytes(*c)),
+    );
+    // End-around carries: after a carry out, the sum is at most 2⁶⁴ − 2 (two words) or
+    // below 2³² (a 32-bit word added), so adding the carry back never carries again.
+    let (s, o) = a.overflowing_add(b);
+    let s = s + u64::from(o);
+    let (s, o) = s.overflowing_add(c);
+    let s = s + u64::from(o);
+    // `s != 0 && s % 0xffff == 0` with one multiply and one compare: 0xffff is odd, so
+    // `s` is a multiple of it exactly when `s · 0xffff⁻¹ (mod 2⁶⁴)` is at most
+    // `u64::MAX / 0xffff`; subtracting 1 first moves `s == 0` (product 0) past the bound.
+    s.wrapping_mul(INV_FFFF).wrapping_sub(1) < u64::MAX / 0xffff
 }
+
+/// The inverse of 0xffff modulo 2⁶⁴ (Newton's iteration, each step doubling the correct
+/// low bits: 0xffff is its own inverse modulo 2⁴, then 8, 16, 32, 64 bits).
+const INV_FFFF: u64 = {
+    let d: u64 = 0xffff;
+    let mut x = d;
+    let mut k = 0;
+    while k < 4 {
+        x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+        k += 1;
+    }
+    x
+};
+const _: () = assert!(INV_FFFF.wrapping_mul(0xffff) == 1);
 
 /// Headers with options (or a bad first byte): every check through the header view.
 #[inline(never)]
@@ -217,7 +300,22 @@ impl Node for Ip4Input {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let cfg = self.config;
-        cx.process_packets(frame, |p| ip4_input_one(&cfg, p));
+        // The fast path in the loop, every other packet after it (through the clamped view,
+        // which gives every verdict).
+        if cfg == DEFAULT_IP4_INPUT {
+            // The usual settings as constants: the loop tests no setting per packet.
+            cx.process_packets_split(
+                frame,
+                |p| ip4_input_fast(&DEFAULT_IP4_INPUT, p),
+                |p| ip4_input_clamped(&DEFAULT_IP4_INPUT, p.reborrow()),
+            );
+        } else {
+            cx.process_packets_split(
+                frame,
+                |p| ip4_input_fast(&cfg, p),
+                |p| ip4_input_clamped(&cfg, p.reborrow()),
+            );
+        }
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
@@ -373,45 +471,64 @@ fn ttl_decrement_checksum(old: u16) -> u16 {
     !((s & 0xffff) + (s >> 16)) as u16
 }
 
+/// [`ttl_decrement_checksum`] on the checksum as the bytes lie in memory, read and
+/// written with the same (native) byte order: one's-complement sums commute with swapping
+/// the bytes of every word, and a swapped TTL word drops by 0x0001 (not 0x0100) where the
+/// big-endian one drops by 0x0100, so the constant is `0xffff - δ` in the read order.
+#[inline(always)]
+fn ttl_decrement_checksum_ne(old: u16) -> u16 {
+    let k: u32 = 0xffff - u32::from(u16::from_ne_bytes([1, 0]));
+    let s = u32::from(!old) + k;
+    !((s & 0xffff) + (s >> 16)) as u16
+}
+
 /// Rewrites one packet with a precomputed L2 header: TTL − 1 with the RFC 1624 update of
 /// the checksum, then the header in one copy.
 ///
 /// The common case — a consistent window, 14 bytes of headroom, a 20-byte header
-/// (`0x45`) whose total length fits the packet, TTL > 1 — is done on one fixed 34-byte
-/// view of the buffer (Ethernet header in the headroom + IPv4 header): one bounds test,
-/// then plain stores. Anything else goes to [`ip4_rewrite_general`], which gives the same
+/// (`0x45`) whose total length fits the packet, TTL > 1 — is done on fixed views of the
+/// 14 bytes of headroom and the 20-byte header
+/// ([`PacketMut::head_and_room_mut`]), then plain stores. Anything else goes to [`ip4_rewrite_general`], which gives the same
 /// result for the common case (tested) and the verdicts for the rest.
 #[inline(always)]
 fn ip4_rewrite_with(
     rw: &L2Rewrite,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4RewriteNext, Ip4RewriteError> {
-    let (m, buf) = pkt.meta_and_buffer_mut();
-    let (s, len) = (m.data_offset as usize, m.len as usize);
-    let view = match s.checked_sub(14) {
-        Some(l2) if s + len <= buf.len() => {
-            buf.get_mut(l2..).and_then(|b| b.first_chunk_mut::<34>())
-        }
-        _ => None,
-    };
-    if let Some(v) = view {
-        let (eth, h) = v.split_at_mut(14);
-        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    match ip4_rewrite_fast(rw, pkt) {
+        Some(v) => v,
+        None => ip4_rewrite_general(rw, pkt.reborrow()),
+    }
+}
+
+/// [`ip4_rewrite_with`]'s common case; `None` (and no edit) for anything else.
+#[inline(always)]
+fn ip4_rewrite_fast(
+    rw: &L2Rewrite,
+    pkt: &mut PacketMut<'_>,
+) -> Option<Verdict<Ip4RewriteNext, Ip4RewriteError>> {
+    if let Some((m, eth, h)) = pkt.head_and_room_mut::<14, 20>() {
+        let total = u16::from_be_bytes([h[2], h[3]]);
         let ttl = h[8];
-        if h[0] == 0x45 && (20..=len).contains(&total) && ttl > 1 {
-            let c = ttl_decrement_checksum(u16::from_be_bytes([h[10], h[11]]));
+        // `20 <= total <= len` as one unsigned compare (`len >= 20`: the view holds 20
+        // bytes).
+        if h[0] == 0x45 && total.wrapping_sub(20) <= m.len - 20 && ttl > 1 {
+            // The checksum as stored (byte order does not matter to RFC 1624, see
+            // `ttl_decrement_checksum_ne`): no byte swaps.
+            let c = ttl_decrement_checksum_ne(u16::from_ne_bytes([h[10], h[11]]));
             h[8] = ttl - 1;
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-            eth.copy_from_slice(&rw.header);
-            let l2 = (s - 14) as u16;
+            h[10..12].copy_from_slice(&c.to_ne_bytes());
+            *eth = rw.header;
+            // The window starts at least 14 bytes in and ends inside the buffer.
+            let l2 = m.data_offset - 14;
             m.data_offset = l2;
             m.l2_offset = l2;
-            m.len = (len + 14) as u16;
+            m.len += 14;
             m.tx_if = rw.tx_if;
-            return Verdict::Next(Ip4RewriteNext::Output);
+            return Some(Verdict::Next(Ip4RewriteNext::Output));
         }
     }
-    ip4_rewrite_general(rw, pkt.reborrow())
+    None
 }
 
 /// [`ip4_rewrite_with`] through the packet's checked views: every case, slower.
@@ -461,10 +578,15 @@ impl Node for Ip4Rewrite {
 
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let rws = &self.rewrites[..];
-        cx.process_packets(frame, |p| match rws.get(p.meta().opaque as usize) {
-            Some(rw) => ip4_rewrite_with(rw, p),
-            None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
-        });
+        // The common case in the loop, every other packet after it.
+        cx.process_packets_split(
+            frame,
+            |p| ip4_rewrite_fast(rws.get(p.meta().opaque as usize)?, p),
+            |p| match rws.get(p.meta().opaque as usize) {
+                Some(rw) => ip4_rewrite_general(rw, p.reborrow()),
+                None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
+            },
+        );
     }
 
     fn format_trace(&self, pkt: Packet<'_>, out: &mut String) {
@@ -534,8 +656,19 @@ mod tests {
                 fragments: policy(drop_frag),
             };
             let fast = run(&b, |p| ip4_input_one(&cfg, p));
+            let clamped = run(&b, |p| ip4_input_clamped(&cfg, p.reborrow()));
             let general = run(&b, |p| ip4_input_general(&cfg, p.reborrow()));
-            prop_assert_eq!(fast, general);
+            prop_assert_eq!(&fast, &general);
+            prop_assert_eq!(fast, clamped);
+        }
+
+        /// The update on the stored bytes equals the big-endian one.
+        #[test]
+        fn ttl_decrement_checksum_ne_matches_be(c in any::<[u8; 2]>()) {
+            prop_assert_eq!(
+                ttl_decrement_checksum_ne(u16::from_ne_bytes(c)).to_ne_bytes(),
+                ttl_decrement_checksum(u16::from_be_bytes(c)).to_be_bytes()
+            );
         }
 
         /// The constant-time TTL update equals the general RFC 1624 update.
@@ -547,9 +680,27 @@ mod tests {
             );
         }
 
+        /// The multiply-and-compare divisibility test is `s != 0 && s % 0xffff == 0` for
+        /// every sum five 32-bit words can make (and beyond).
+        #[test]
+        fn checksum_divisibility_test_matches_modulo(
+            s in prop_oneof![0u64..(5u64 << 32), (0u64..(5u64 << 32) / 0xffff).prop_map(|k| k * 0xffff), any::<u64>()]
+        ) {
+            prop_assert_eq!(
+                s.wrapping_mul(INV_FFFF).wrapping_sub(1) < u64::MAX / 0xffff,
+                s != 0 && s % 0xffff == 0
+            );
+        }
+
         /// The 20-byte checksum test agrees with the RFC 1071 sum.
         #[test]
-        fn header_checksum_ok_matches_rfc1071(h in any::<[u8; 20]>()) {
+        fn header_checksum_ok_matches_rfc1071(
+            h in prop_oneof![
+                any::<[u8; 20]>(),
+                // Words near all-ones: the 64-bit adds carry out.
+                proptest::array::uniform20(prop_oneof![Just(0xffu8), Just(0xfe), any::<u8>()]),
+            ]
+        ) {
             prop_assert_eq!(ip4_header_checksum_ok(&h), checksum::checksum(&h) == 0);
             // Random bytes rarely sum to a multiple of 65535: fix the checksum field so
             // that they do, and check both agree again.

@@ -1,6 +1,6 @@
 //! # pktvec-nodes
 //!
-//! Protocol nodes for pktvec graphs, each a vector node built on the prefetching 4/2/1
+//! Protocol nodes for pktvec graphs, each a vector node built on the prefetching
 //! loop, every drop counted with a reason, no panic on any input:
 //!
 //! | node | module | does |

@@ -66,10 +66,18 @@ impl Node for InterfaceOutput {
         // with the data): no packet view, no prefetch of data lines. The metadata lines are
         // warm: the rewrite node just wrote them.
         let ports = &mut self.ports[..];
-        let pool = cx.pool();
+        // The pool's lines as a local view: their address stays in a register across the
+        // counter stores (through the pool it would be reloaded for every packet).
+        let pool = cx.pool_mut().packets_mut();
         let mut bad = false;
+        // One index test per vector (a bad index is a bug upstream: `meta` panics on it too).
+        assert!(
+            pool.all_in_range(frame.buffers()),
+            "interface-output: a buffer index outside the pool"
+        );
         for &bi in frame.buffers() {
-            let m = pool.meta(bi);
+            // SAFETY: every index of the frame is in the pool (asserted above).
+            let m = unsafe { pool.meta_unchecked(bi) };
             match ports.get_mut(usize::from(m.tx_if)) {
                 Some(c) => {
                     c.packets += 1;

@@ -619,6 +619,31 @@ impl Replay {
         const NONE: [u8; REPLAY_CHUNK] = [0; REPLAY_CHUNK];
         // The position lives in a local for the loop, as in `replay_into`.
         let (index, bytes, mut pos) = (&self.index[..], &self.bytes[..], self.pos);
+        // The block of a stored packet (always whole: each packet is stored from a 64-byte
+        // boundary, padded to a multiple of 64 bytes).
+        let block = |off: u32| {
+            bytes
+                .get(off as usize..)
+                .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
+                .unwrap_or(&NONE)
+        };
+        if let Some(run) = index.get(pos..pos + want) {
+            // The usual case: the next `want` packets do not wrap round the loop, so the
+            // `k`-th buffer takes `run[k]` (no position to advance and wrap per packet).
+            let got = cx.alloc_blocks_into(frame, want, |k| {
+                // Always some: `k < want == run.len()`.
+                let (off, len, flow, rx) = run.get(k).copied().unwrap_or_default();
+                Block64 {
+                    bytes: block(off),
+                    len,
+                    rx_if: rx,
+                    opaque: flow,
+                }
+            });
+            pos += got;
+            self.pos = if pos == index.len() { 0 } else { pos };
+            return got;
+        }
         let got = cx.alloc_blocks_into(frame, want, |_| {
             // Always some: the index is never empty, and each packet is stored from a
             // 64-byte boundary, padded to a multiple of 64 bytes.
@@ -627,12 +652,8 @@ impl Replay {
             if pos == index.len() {
                 pos = 0;
             }
-            let block = bytes
-                .get(off as usize..)
-                .and_then(|b| b.first_chunk::<REPLAY_CHUNK>())
-                .unwrap_or(&NONE);
             Block64 {
-                bytes: block,
+                bytes: block(off),
                 len,
                 rx_if: rx,
                 opaque: flow,

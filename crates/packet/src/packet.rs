@@ -205,6 +205,67 @@ impl<'a> PacketMut<'a> {
     pub fn meta_and_buffer_mut(&mut self) -> (&mut BufferMeta, &mut [u8]) {
         (self.meta, self.buf)
     }
+    /// Metadata and the packet's first `N` bytes, when its window
+    /// `data_offset..data_offset + len` lies inside the buffer (the metadata is
+    /// consistent, so [`data`](Self::data) is exactly `len` bytes) and holds at least `N`
+    /// bytes; `None` otherwise, where [`split`](Self::split) gives the clamped view. For
+    /// fast paths: two tests, no clamping, and `meta.len` is the packet length.
+    ///
+    /// ```
+    /// use pktvec_packet::BufferPool;
+    /// let mut pool = BufferPool::new(Default::default())?;
+    /// let bi = pool.alloc_with(&[1, 2, 3, 4])?;
+    /// let mut p = pool.packet_mut(bi);
+    /// let (m, h) = p.head_mut::<2>().unwrap();
+    /// assert_eq!((m.len, *h), (4, [1, 2]));
+    /// assert!(p.head_mut::<5>().is_none());
+    /// p.meta_mut().len = 60_000; // past the buffer: no fast view
+    /// assert!(p.head_mut::<2>().is_none());
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn head_mut<const N: usize>(&mut self) -> Option<(&mut BufferMeta, &mut [u8; N])> {
+        let (s, len) = (self.meta.data_offset as usize, self.meta.len as usize);
+        if len < N || s + len > self.buf.len() {
+            return None;
+        }
+        let h = self.buf.get_mut(s..)?.first_chunk_mut::<N>()?;
+        Some((self.meta, h))
+    }
+    /// [`head_mut`](Self::head_mut) with the `H` bytes of headroom just before the
+    /// packet: metadata, those `H` bytes and the packet's first `N` bytes, when the window
+    /// is inside the buffer, holds at least `N` bytes and starts at least `H` bytes in;
+    /// `None` otherwise. For fast paths that edit a header and write a new one in front of
+    /// it (a rewrite), with no further bounds tests.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { headroom: 2, ..PoolConfig::default() })?;
+    /// let bi = pool.alloc_with(&[1, 2, 3])?;
+    /// let mut p = pool.packet_mut(bi);
+    /// let (m, room, h) = p.head_and_room_mut::<2, 3>().unwrap();
+    /// *room = [8, 9];
+    /// m.data_offset -= 2;
+    /// m.len += 2;
+    /// assert_eq!(*h, [1, 2, 3]);
+    /// assert!(p.head_and_room_mut::<1, 1>().is_none()); // no headroom left
+    /// assert_eq!(p.data(), &[8, 9, 1, 2, 3]);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    pub fn head_and_room_mut<const H: usize, const N: usize>(
+        &mut self,
+    ) -> Option<(&mut BufferMeta, &mut [u8; H], &mut [u8; N])> {
+        let (s, len) = (self.meta.data_offset as usize, self.meta.len as usize);
+        if s < H || len < N || s + len > self.buf.len() {
+            return None;
+        }
+        let (room, rest) = self.buf.get_mut(s - H..)?.split_at_mut(H);
+        let room: &mut [u8; H] = room.try_into().ok()?;
+        let h = rest.first_chunk_mut::<N>()?;
+        Some((self.meta, room, h))
+    }
     /// Metadata and bytes at once (for nodes that read one and write the other).
     #[inline]
     pub fn split(&mut self) -> (&mut BufferMeta, &mut [u8]) {
@@ -484,6 +545,28 @@ mod tests {
         assert!(p.is_empty());
         p.truncate(10);
         assert!(p.is_empty());
+    }
+
+    proptest! {
+        /// `head_mut` gives the first bytes of `split`'s window exactly when that window is
+        /// unclamped and long enough.
+        #[test]
+        fn head_mut_is_splits_unclamped_head(off in 0u16..600, len in 0u16..600) {
+            let mut pool = BufferPool::new(PoolConfig::default()).unwrap();
+            let bi = pool.alloc_with(&[7u8; 64]).unwrap();
+            let mut p = pool.packet_mut(bi);
+            p.meta_mut().data_offset = off;
+            p.meta_mut().len = len;
+            let buf_len = p.meta_and_buffer_mut().1.len();
+            let fast = p.head_mut::<14>().map(|(_, h)| *h);
+            let (_, d) = p.split();
+            let unclamped = usize::from(off) + usize::from(len) <= buf_len;
+            if unclamped && len >= 14 {
+                prop_assert_eq!(fast.as_ref().map(|h| &h[..]), Some(&d[..14]));
+            } else {
+                prop_assert!(fast.is_none());
+            }
+        }
     }
 
     #[test]

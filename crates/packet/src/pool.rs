@@ -1189,7 +1189,10 @@ impl BufferPool {
         }
         let (start, n) = self.free_tail(out.len());
         let (headroom, buf_size) = (self.headroom, self.buf_size);
-        let (free, slots, r) = (&self.free[start..], &mut self.slots, &self.region);
+        // The lines as a slice and the region by value: the stores below could alias the
+        // pool as far as the compiler knows, so what is reached through `self` would be
+        // reloaded for every packet.
+        let (free, slots, r) = (&self.free[start..], &mut self.slots[..], self.region.dup());
         for (k, (slot, &bi)) in out[..n].iter_mut().zip(free).enumerate() {
             *slot = bi;
             let b = packet(k);
@@ -1311,6 +1314,7 @@ impl BufferPool {
         let base = self.free.len();
         self.free.resize(base + bis.len(), 0);
         let free = &mut self.free[base..];
+        debug_assert_eq!(free.len(), bis.len());
         let pool = &mut self.slots;
         let in_range = (max_index(bis) as usize) < pool.len();
         let mut n = 0;
@@ -1321,10 +1325,9 @@ impl BufferPool {
             } else {
                 pool.get_mut(bi as usize).is_some_and(Slot::take)
             };
-            // Always some: `n` is at most the number of indices seen before this one.
-            if let Some(s) = free.get_mut(n) {
-                *s = bi;
-            }
+            // SAFETY: `n` is at most the number of indices seen before this one, so
+            // `n < bis.len() == free.len()` (`free` was resized to `bis.len()` entries).
+            *unsafe { free.get_unchecked_mut(n) } = bi;
             n += usize::from(held);
         }
         self.free.truncate(base + n);
@@ -1510,6 +1513,55 @@ impl PacketsMut<'_> {
         PacketMut::new(&mut slot.meta, bytes)
     }
 
+    /// True if every index of `bis` is a buffer index of the pool: one vectorised maximum
+    /// per vector, after which a loop may reach each packet with
+    /// [`packet_mut_unchecked`](Self::packet_mut_unchecked) instead of a test per packet.
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig { buffers: 4, ..PoolConfig::default() })?;
+    /// let pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[0, 3, 1]));
+    /// assert!(!pk.all_in_range(&[0, 4]));
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub fn all_in_range(&self, bis: &[u32]) -> bool {
+        bis.is_empty() || (max_index(bis) as usize) < self.slots.len()
+    }
+
+    /// Write access to packet `bi`, as [`packet_mut`](Self::packet_mut), without the index
+    /// test.
+    ///
+    /// # Safety
+    /// `bi` must be a buffer index of the pool (e.g. checked for a whole vector with
+    /// [`all_in_range`](Self::all_in_range)).
+    ///
+    /// ```
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    /// let mut pool = BufferPool::new(PoolConfig::default())?;
+    /// let bi = pool.alloc_with(b"ab")?;
+    /// let mut pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[bi]));
+    /// // SAFETY: checked just above.
+    /// let p = unsafe { pk.packet_mut_unchecked(bi) };
+    /// assert_eq!(p.data(), b"ab");
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn packet_mut_unchecked(&mut self, bi: u32) -> PacketMut<'_> {
+        debug_assert!((bi as usize) < self.slots.len());
+        let r = &self.region;
+        // SAFETY: the caller guarantees `bi < slots.len()`.
+        let slot = unsafe { self.slots.get_unchecked_mut(bi as usize) };
+        let n = slot.span();
+        // SAFETY: as in `packet_mut`: `bi < slots.len() == count` (the caller's promise),
+        // so the range is inside one buffer of the region, empty unless the pool holds it;
+        // `&mut self` makes the returned packet the only reference into the buffers.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(r.buffer_ptr(bi), n) };
+        PacketMut::new(&mut slot.meta, bytes)
+    }
+
     /// Read access to packet `bi`, as [`BufferPool::packet`].
     ///
     /// # Panics
@@ -1531,6 +1583,29 @@ impl PacketsMut<'_> {
         &self.slots[bi as usize].meta
     }
 
+    /// Metadata of buffer `bi`, as [`meta`](Self::meta), without the index test.
+    ///
+    /// # Safety
+    /// `bi` must be a buffer index of the pool (e.g. checked for a whole vector with
+    /// [`all_in_range`](Self::all_in_range)).
+    ///
+    /// ```
+    /// use pktvec_packet::BufferPool;
+    /// let mut pool = BufferPool::new(Default::default())?;
+    /// let bi = pool.alloc_with(b"abc")?;
+    /// let pk = pool.packets_mut();
+    /// assert!(pk.all_in_range(&[bi]));
+    /// // SAFETY: checked just above.
+    /// assert_eq!(unsafe { pk.meta_unchecked(bi) }.len, 3);
+    /// # Ok::<(), pktvec_packet::PoolError>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn meta_unchecked(&self, bi: u32) -> &BufferMeta {
+        debug_assert!((bi as usize) < self.slots.len());
+        // SAFETY: the caller guarantees `bi < slots.len()`.
+        &unsafe { self.slots.get_unchecked(bi as usize) }.meta
+    }
+
     /// Mutable metadata of buffer `bi`, as [`BufferPool::meta_mut`].
     #[inline(always)]
     pub fn meta_mut(&mut self, bi: u32) -> &mut BufferMeta {
@@ -1541,7 +1616,9 @@ impl PacketsMut<'_> {
     #[inline(always)]
     pub fn prefetch(&self, bi: u32) {
         let (h, i) = (&self.hints, bi as usize);
-        prefetch::prefetch_ptr(h.meta.wrapping_add(i * size_of::<Slot>()) as *const u8);
+        // The line's address from the slice the packet accessors index too, so that a loop
+        // keeps one base register for both (`hints.meta` is the same address).
+        prefetch::prefetch_ptr(self.slots.as_ptr().wrapping_add(i) as *const u8);
         prefetch::prefetch_ptr(h.data.wrapping_add(i * self.region.stride) as *const u8);
     }
 }

@@ -1,5 +1,5 @@
 //! The generated nodes: each one feature of the benchmark programs, configured from a
-//! record at build time, each on the usual loops (4/2/1 with prefetch, or sub-batches of
+//! record at build time, each on the usual loops (the prefetching loop, or sub-batches of
 //! `b` that prefetch the table buckets of a whole sub-batch before looking any of them up).
 //!
 //! Parse state travels in the buffer metadata: `user[0]` = generic headers parsed,
