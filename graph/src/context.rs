@@ -20,7 +20,7 @@ use crate::loops;
 use crate::node::{ErrorReason, Next, Node, NodeKind, Verdict};
 use crate::runtime::Runtime;
 use crate::Frame;
-use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut};
+use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut, PacketsMut};
 use std::marker::PhantomData;
 
 /// Largest sub-batch size `b` of the two-phase loop.
@@ -588,23 +588,10 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         let mut pk = self.rt.pool.packets_mut();
-        // One index test per vector instead of one per packet.
-        if !pk.all_in_range(bufs) {
-            bad_index(bufs);
-        }
-        loops::quad_loop_into(
-            &mut pk,
-            bufs,
-            nexts,
-            d,
-            |pk, bi| pk.prefetch(bi),
-            |pk, bi| {
-                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
-                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
-                let v = f(&mut p);
-                map.slot(v, p.meta_mut())
-            },
-        );
+        packet_loop(&mut pk, bufs, nexts, d, |p| {
+            let v = f(p);
+            map.slot(v, p.meta_mut())
+        });
         self.enqueue_frame(frame);
     }
 
@@ -668,30 +655,16 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         let mut pk = self.rt.pool.packets_mut();
-        // One index test per vector instead of one per packet.
-        if !pk.all_in_range(bufs) {
-            bad_index(bufs);
-        }
-        loops::quad_loop_into(
-            &mut pk,
-            bufs,
-            nexts,
-            d,
-            |pk, bi| pk.prefetch(bi),
-            |pk, bi| {
-                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
-                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
-                match fast(&mut p) {
-                    Some(v) => map.slot(v, p.meta_mut()),
-                    None => DEFERRED,
-                }
-            },
-        );
+        packet_loop(&mut pk, bufs, nexts, d, |p| match fast(p) {
+            Some(v) => map.slot(v, p.meta_mut()),
+            None => DEFERRED,
+        });
         // Branch-free over the whole vector, so it vectorizes, as in `enqueue_frame`.
         if nexts.iter().fold(false, |a, &x| a | (x == DEFERRED)) {
             for (slot, &bi) in nexts.iter_mut().zip(bufs) {
                 if *slot == DEFERRED {
-                    // SAFETY: as above.
+                    // SAFETY: every index of `bufs` is in the pool (`packet_loop` checked
+                    // them all, or panicked).
                     let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                     *slot = map.slot(slow(&mut p), p.meta_mut());
                 }
@@ -749,6 +722,35 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
 /// The next slot of a packet `process_packets_split`'s fast pass left to its slow pass
 /// (no arc: a node's arcs and its drop arc are below it).
 const DEFERRED: u16 = u16::MAX;
+
+/// The per-packet loop of the `process_packets*` methods: one index test for the whole
+/// vector, then `step` on each packet in order (prefetching `d` ahead), its result the
+/// packet's next slot.
+#[inline(always)]
+fn packet_loop(
+    pk: &mut PacketsMut<'_>,
+    bufs: &[u32],
+    nexts: &mut [u16],
+    d: usize,
+    mut step: impl FnMut(&mut PacketMut<'_>) -> u16,
+) {
+    // One index test per vector instead of one per packet.
+    if !pk.all_in_range(bufs) {
+        bad_index(bufs);
+    }
+    loops::quad_loop_into(
+        pk,
+        bufs,
+        nexts,
+        d,
+        |pk, bi| pk.prefetch(bi),
+        |pk, bi| {
+            // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+            let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+            step(&mut p)
+        },
+    );
+}
 
 /// A frame holds an index that is not a buffer of the pool: a bug upstream, not a packet
 /// error (the per-packet accessors panic the same way).
