@@ -1548,6 +1548,8 @@ impl PacketsMut<'_> {
     /// assert_eq!(p.data(), b"ab");
     /// # Ok::<(), pktvec_packet::PoolError>(())
     /// ```
+    // SAFETY: the index range is the caller's to prove (`all_in_range`, once a vector);
+    // the rest is `packet_mut`'s argument, unchanged.
     #[inline(always)]
     pub unsafe fn packet_mut_unchecked(&mut self, bi: u32) -> PacketMut<'_> {
         debug_assert!((bi as usize) < self.slots.len());
@@ -1599,6 +1601,8 @@ impl PacketsMut<'_> {
     /// assert_eq!(unsafe { pk.meta_unchecked(bi) }.len, 3);
     /// # Ok::<(), pktvec_packet::PoolError>(())
     /// ```
+    // SAFETY: the index range is the caller's to prove (`all_in_range`, once a vector);
+    // a shared borrow of a slot's metadata, as `meta` gives.
     #[inline(always)]
     pub unsafe fn meta_unchecked(&self, bi: u32) -> &BufferMeta {
         debug_assert!((bi as usize) < self.slots.len());
