@@ -26,6 +26,7 @@ use pktvec_graph::builtin::SourceError;
 use pktvec_graph::{next_nodes, Context, Frame, Node, NodeKind};
 use pktvec_packet::builder::PacketBuilder;
 use pktvec_packet::pool::Block64;
+use pktvec_packet::prefetch::prefetch_read_l2;
 use pktvec_packet::wire::MacAddr;
 use pktvec_packet::{PacketMut, PacketsMut};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -607,6 +608,30 @@ impl Replay {
 }
 
 impl Replay {
+    /// Prefetches into L2 what the next `want` packets of the loop will read: their blocks
+    /// and their index entries. A replayed stream larger than L2 is read once per pass,
+    /// and between two calls of the source the rest of the graph evicts what the hardware
+    /// prefetcher brought in; asked for a whole vector ahead, the lines arrive while the
+    /// other nodes run. (Only where the next packets do not wrap round the loop.)
+    #[inline(always)]
+    fn prefetch_next(&self, want: usize) {
+        let Some(next) = self.index.get(self.pos..self.pos + want) else {
+            return;
+        };
+        // One prefetch per index line (an entry is 12 bytes), then one per block.
+        const PER_LINE: usize = 64 / std::mem::size_of::<(u32, u16, u32, u16)>();
+        for e in next.iter().step_by(PER_LINE) {
+            prefetch_read_l2(e);
+        }
+        for &(off, ..) in next {
+            if let Some(b) = self.bytes.get(off as usize) {
+                prefetch_read_l2(b);
+            }
+        }
+    }
+}
+
+impl Replay {
     /// Allocates up to `want` buffers into `frame`, each filled with the next packet of
     /// the loop (every packet within one 64-byte block); returns how many it got.
     #[inline(always)]
@@ -642,6 +667,7 @@ impl Replay {
             });
             pos += got;
             self.pos = if pos == index.len() { 0 } else { pos };
+            self.prefetch_next(want);
             return got;
         }
         let got = cx.alloc_blocks_into(frame, want, |_| {
