@@ -475,11 +475,16 @@ fn ttl_decrement_checksum(old: u16) -> u16 {
 /// written with the same (native) byte order: one's-complement sums commute with swapping
 /// the bytes of every word, and a swapped TTL word drops by 0x0001 (not 0x0100) where the
 /// big-endian one drops by 0x0100, so the constant is `0xffff - δ` in the read order.
+///
+/// Worked out, `~(~old + 0xffff - δ)` with its end-around carry is `old + δ` when that is
+/// below 0xffff and `old + δ + 1` (mod 2¹⁶) otherwise: one add of `δ + 1` whose carry
+/// out says which, then `- 1 + carry` (an add and an add-with-carry on x86). Equal to
+/// the three-step form for every input (tested exhaustively).
 #[inline(always)]
 fn ttl_decrement_checksum_ne(old: u16) -> u16 {
-    let k: u32 = 0xffff - u32::from(u16::from_ne_bytes([1, 0]));
-    let s = u32::from(!old) + k;
-    !((s & 0xffff) + (s >> 16)) as u16
+    let d = u16::from_ne_bytes([1, 0]);
+    let (r, carry) = old.overflowing_add(d + 1);
+    r.wrapping_sub(1).wrapping_add(u16::from(carry))
 }
 
 /// Rewrites one packet with a precomputed L2 header: TTL − 1 with the RFC 1624 update of
@@ -598,6 +603,18 @@ impl Node for Ip4Rewrite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The add-with-carry form of the native-order update equals the three-step RFC 1624
+    /// form (`~(~old + k)` with its end-around carry) for every checksum.
+    #[test]
+    fn ttl_decrement_checksum_ne_matches_three_step_form_exhaustively() {
+        let k: u32 = 0xffff - u32::from(u16::from_ne_bytes([1, 0]));
+        for old in 0..=u16::MAX {
+            let s = u32::from(!old) + k;
+            let three_step = !((s & 0xffff) + (s >> 16)) as u16;
+            assert_eq!(ttl_decrement_checksum_ne(old), three_step, "old {old:#06x}");
+        }
+    }
     use pktvec_packet::{checksum, BufferPool, PoolConfig};
     use proptest::prelude::*;
 
