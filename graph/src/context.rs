@@ -673,6 +673,105 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         self.enqueue_frame(frame);
     }
 
+    /// [`process_packets_split`](Self::process_packets_split) for a node whose fast path
+    /// has one arc: `fast` returns `true` for a packet it sends to `next` and `false`
+    /// (with no edit) for one it leaves to `slow`. The next slots are filled with `next`
+    /// once for the vector, so the loop writes a slot only for a packet `fast` declines:
+    /// nothing to store, and the slots' address need not stay in a register, for the
+    /// usual packet.
+    ///
+    /// ```
+    /// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+    /// use pktvec_graph::{next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, Verdict};
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    ///
+    /// next_nodes! { pub enum MarkNext { Tx = "tx" } }
+    /// node_errors! { pub enum MarkError { Empty = "empty packet" } }
+    ///
+    /// /// Sets the first byte of every packet to 0xff; empty packets take the slow path.
+    /// struct Mark;
+    ///
+    /// impl Node for Mark {
+    ///     type Next = MarkNext;
+    ///     type Error = MarkError;
+    ///
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         cx.process_packets_split_to(
+    ///             frame,
+    ///             MarkNext::Tx,
+    ///             |pkt| match pkt.data_mut().first_mut() {
+    ///                 Some(b) => {
+    ///                     *b = 0xff;
+    ///                     true
+    ///                 }
+    ///                 None => false,
+    ///             },
+    ///             |_| Verdict::Drop(MarkError::Empty),
+    ///         );
+    ///     }
+    /// }
+    ///
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("source", PacketSource::new(vec![vec![0u8; 60], vec![]]).with_limit(4))
+    ///     .add("mark", Mark)
+    ///     .add("tx", NullSink)
+    ///     .set_next("source", SourceNext::Out, "mark");
+    /// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+    /// g.run_until_idle();
+    /// assert_eq!(g.runtime().row("tx").unwrap().packets, 2);
+    /// assert_eq!(g.errors().count("mark", "empty packet"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn process_packets_split_to<F, S>(
+        &mut self,
+        frame: &mut Frame,
+        next: N::Next,
+        mut fast: F,
+        mut slow: S,
+    ) where
+        F: FnMut(&mut PacketMut<'_>) -> bool,
+        S: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
+    {
+        let d = self.rt.cfg.prefetch_distance;
+        let map = self.verdict_map();
+        debug_assert!(map.drop_arc < DEFERRED);
+        let n = frame.bufs.len();
+        let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
+        nexts.fill(next.index());
+        let mut pk = self.rt.pool.packets_mut();
+        if !pk.all_in_range(bufs) {
+            bad_index(bufs);
+        }
+        let mut deferred = false;
+        loops::quad_loop(
+            &mut pk,
+            bufs,
+            d,
+            |pk, bi| pk.prefetch(bi),
+            |pk, i, bi| {
+                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                if !fast(&mut p) {
+                    if let Some(slot) = nexts.get_mut(i) {
+                        *slot = DEFERRED;
+                    }
+                    deferred = true;
+                }
+            },
+        );
+        if deferred {
+            for (slot, &bi) in nexts.iter_mut().zip(bufs) {
+                if *slot == DEFERRED {
+                    // SAFETY: every index of `bufs` is in the pool (checked above).
+                    let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                    *slot = map.slot(slow(&mut p), p.meta_mut());
+                }
+            }
+        }
+        self.enqueue_frame(frame);
+    }
+
     /// Two-phase processing for table lookups (after the seed paper on batching): for each
     /// sub-batch of [`sub_batch`](Self::sub_batch) packets, `key` extracts the lookup key
     /// of every packet (and should prefetch its table bucket), then `lookup` finishes each packet

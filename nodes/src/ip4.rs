@@ -126,45 +126,45 @@ pub fn ip4_input_one(
     cfg: &Ip4InputConfig,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4InputNext, Ip4InputError> {
-    match ip4_input_fast(cfg, pkt) {
-        Some(v) => v,
+    if ip4_input_fast(cfg, pkt) {
+        Verdict::Next(Ip4InputNext::Lookup)
+    } else {
         // A short packet, metadata past the buffer, options or a bad first byte.
-        None => ip4_input_clamped(cfg, pkt.reborrow()),
+        ip4_input_clamped(cfg, pkt.reborrow())
     }
 }
 
 /// [`ip4_input_one`]'s fast path: a 20-byte header (`0x45`) in a consistent window of at
-/// least 20 bytes (two tests, no clamping: `m.len` is the packet length); `None` (and no
-/// edit) for anything else.
+/// least 20 bytes (two tests, no clamping: `m.len` is the packet length), checked, trimmed
+/// and to go to [`Ip4InputNext::Lookup`]: `true`; `false` (and no edit) for anything else.
 #[inline(always)]
-fn ip4_input_fast(
-    cfg: &Ip4InputConfig,
-    pkt: &mut PacketMut<'_>,
-) -> Option<Verdict<Ip4InputNext, Ip4InputError>> {
-    let (m, h) = pkt.head_mut::<20>()?;
+fn ip4_input_fast(cfg: &Ip4InputConfig, pkt: &mut PacketMut<'_>) -> bool {
+    let Some((m, h)) = pkt.head_mut::<20>() else {
+        return false;
+    };
     if h[0] != 0x45 {
-        return None;
+        return false;
     }
     // Every check; a packet that fails any goes to the clamped path, which finds its
     // reason (the same checks, in the same order).
     let total = u16::from_be_bytes([h[2], h[3]]);
     if total < 20 || total > m.len {
-        return None;
+        return false;
     }
     if cfg.verify_checksum && !ip4_header_checksum_ok(h) {
-        return None;
+        return false;
     }
     if h[8] <= 1 {
-        return None;
+        return false;
     }
     if cfg.fragments == Policy::Drop && u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
-        return None;
+        return false;
     }
     // `total <= len` and the window is inside the buffer: the same edit as
     // `truncate(total)`.
     m.len = total;
     m.flags.insert(MetaFlags::IP4_CSUM_OK);
-    Some(Verdict::Next(Ip4InputNext::Lookup))
+    true
 }
 
 /// [`ip4_input_one`] over the clamped window (a packet under 20 bytes, metadata past the
@@ -304,14 +304,16 @@ impl Node for Ip4Input {
         // which gives every verdict).
         if cfg == DEFAULT_IP4_INPUT {
             // The usual settings as constants: the loop tests no setting per packet.
-            cx.process_packets_split(
+            cx.process_packets_split_to(
                 frame,
+                Ip4InputNext::Lookup,
                 |p| ip4_input_fast(&DEFAULT_IP4_INPUT, p),
                 |p| ip4_input_clamped(&DEFAULT_IP4_INPUT, p.reborrow()),
             );
         } else {
-            cx.process_packets_split(
+            cx.process_packets_split_to(
                 frame,
+                Ip4InputNext::Lookup,
                 |p| ip4_input_fast(&cfg, p),
                 |p| ip4_input_clamped(&cfg, p.reborrow()),
             );
@@ -500,18 +502,17 @@ fn ip4_rewrite_with(
     rw: &L2Rewrite,
     pkt: &mut PacketMut<'_>,
 ) -> Verdict<Ip4RewriteNext, Ip4RewriteError> {
-    match ip4_rewrite_fast(rw, pkt) {
-        Some(v) => v,
-        None => ip4_rewrite_general(rw, pkt.reborrow()),
+    if ip4_rewrite_fast(rw, pkt) {
+        Verdict::Next(Ip4RewriteNext::Output)
+    } else {
+        ip4_rewrite_general(rw, pkt.reborrow())
     }
 }
 
-/// [`ip4_rewrite_with`]'s common case; `None` (and no edit) for anything else.
+/// [`ip4_rewrite_with`]'s common case, rewritten and to go to [`Ip4RewriteNext::Output`]:
+/// `true`; `false` (and no edit) for anything else.
 #[inline(always)]
-fn ip4_rewrite_fast(
-    rw: &L2Rewrite,
-    pkt: &mut PacketMut<'_>,
-) -> Option<Verdict<Ip4RewriteNext, Ip4RewriteError>> {
+fn ip4_rewrite_fast(rw: &L2Rewrite, pkt: &mut PacketMut<'_>) -> bool {
     if let Some((m, eth, h)) = pkt.head_and_room_mut::<14, 20>() {
         let total = u16::from_be_bytes([h[2], h[3]]);
         let ttl = h[8];
@@ -530,10 +531,10 @@ fn ip4_rewrite_fast(
             m.l2_offset = l2;
             m.len += 14;
             m.tx_if = rw.tx_if;
-            return Some(Verdict::Next(Ip4RewriteNext::Output));
+            return true;
         }
     }
-    None
+    false
 }
 
 /// [`ip4_rewrite_with`] through the packet's checked views: every case, slower.
@@ -584,9 +585,13 @@ impl Node for Ip4Rewrite {
     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
         let rws = &self.rewrites[..];
         // The common case in the loop, every other packet after it.
-        cx.process_packets_split(
+        cx.process_packets_split_to(
             frame,
-            |p| ip4_rewrite_fast(rws.get(p.meta().opaque as usize)?, p),
+            Ip4RewriteNext::Output,
+            |p| {
+                rws.get(p.meta().opaque as usize)
+                    .is_some_and(|rw| ip4_rewrite_fast(rw, p))
+            },
             |p| match rws.get(p.meta().opaque as usize) {
                 Some(rw) => ip4_rewrite_general(rw, p.reborrow()),
                 None => Verdict::Drop(Ip4RewriteError::NoAdjacency),
