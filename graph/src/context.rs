@@ -19,7 +19,7 @@
 use crate::loops;
 use crate::node::{ErrorReason, Next, Node, NodeKind, Verdict};
 use crate::runtime::Runtime;
-use crate::Frame;
+use crate::{Frame, MAX_VECTOR_SIZE};
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut, PacketsMut};
 use std::marker::PhantomData;
 
@@ -733,17 +733,27 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         F: FnMut(&mut PacketMut<'_>) -> bool,
         S: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
     {
+        let n = frame.bufs.len();
+        if n > MAX_VECTOR_SIZE {
+            // More than the set below can mark (no graph builds such a frame): the
+            // general loop, the same verdicts.
+            return self.process_packets_split(
+                frame,
+                |p| fast(p).then_some(Verdict::Next(next)),
+                slow,
+            );
+        }
         let d = self.rt.cfg.prefetch_distance;
         let map = self.verdict_map();
-        debug_assert!(map.drop_arc < DEFERRED);
-        let n = frame.bufs.len();
         let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
         nexts.fill(next.index());
         let mut pk = self.rt.pool.packets_mut();
         if !pk.all_in_range(bufs) {
             bad_index(bufs);
         }
-        let mut deferred = false;
+        // The packets `fast` declines, as a bit set on the stack: marking one needs no
+        // address kept in a register through the loop (the next slots' would be).
+        let mut declined = [0u64; MAX_VECTOR_SIZE / 64];
         loops::quad_loop(
             &mut pk,
             bufs,
@@ -753,16 +763,18 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
                 // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
                 let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                 if !fast(&mut p) {
-                    if let Some(slot) = nexts.get_mut(i) {
-                        *slot = DEFERRED;
+                    if let Some(w) = declined.get_mut(i / 64) {
+                        *w |= 1 << (i % 64);
                     }
-                    deferred = true;
                 }
             },
         );
-        if deferred {
-            for (slot, &bi) in nexts.iter_mut().zip(bufs) {
-                if *slot == DEFERRED {
+        for (w, &bits) in declined[..n.div_ceil(64)].iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let (Some(slot), Some(&bi)) = (nexts.get_mut(i), bufs.get(i)) {
                     // SAFETY: every index of `bufs` is in the pool (checked above).
                     let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                     *slot = map.slot(slow(&mut p), p.meta_mut());

@@ -684,7 +684,7 @@ impl Node for EvenFast {
 
 #[test]
 fn split_to_sends_fast_and_slow_packets_and_drops() {
-    for v in [1usize, 2, 3, 5, 8, 64, 256] {
+    for v in [1usize, 2, 3, 5, 8, 63, 64, 65, 256, 1000] {
         for d in 0..7usize {
             let mut b = GraphBuilder::new(GraphConfig {
                 vector_size: v,
