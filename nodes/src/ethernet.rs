@@ -209,7 +209,7 @@ impl Node for EthernetInput {
         cx.process_packets_split_to(
             frame,
             EthernetNext::Ip4,
-            |p| ethernet_input_fast_ip4(p),
+            ethernet_input_fast_ip4,
             ethernet_input_one,
         );
     }
