@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`Context::process_packets`] | runs a per-packet function in a prefetching loop, then enqueues the whole frame | one call per vector |
 //! | [`Context::process_packets_split`] | the same with a fast path in the loop and the rest after it | one call per vector |
+//! | [`Context::process_packets_split_to`] | the same for a fast path with one arc: no next slot written in the loop | one call per vector |
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
