@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`Context::process_packets`] | runs a per-packet function in a prefetching loop, then enqueues the whole frame | one call per vector |
 //! | [`Context::process_packets_split`] | the same with a fast path in the loop and the rest after it | one call per vector |
+//! | [`Context::process_packets_split_to`] | the same for a fast path with one arc: no next slot written in the loop | one call per vector |
 //! | [`Context::process_sub_batches`] | two-phase loop: key + bucket prefetch for `b` packets, then lookups | one call per vector |
 //! | [`Context::enqueue_frame`] | every packet to the arc in its next slot, grouped in runs | bulk copies, or O(1) |
 //! | [`Context::enqueue_all`] | the whole frame to one arc | O(1) hand-over if the next node has nothing pending |
@@ -19,7 +20,7 @@
 use crate::loops;
 use crate::node::{ErrorReason, Next, Node, NodeKind, Verdict};
 use crate::runtime::Runtime;
-use crate::Frame;
+use crate::{Frame, MAX_VECTOR_SIZE};
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut, PacketsMut};
 use std::marker::PhantomData;
 
@@ -665,6 +666,117 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
                 if *slot == DEFERRED {
                     // SAFETY: every index of `bufs` is in the pool (`packet_loop` checked
                     // them all, or panicked).
+                    let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                    *slot = map.slot(slow(&mut p), p.meta_mut());
+                }
+            }
+        }
+        self.enqueue_frame(frame);
+    }
+
+    /// [`process_packets_split`](Self::process_packets_split) for a node whose fast path
+    /// has one arc: `fast` returns `true` for a packet it sends to `next` and `false`
+    /// (with no edit) for one it leaves to `slow`. The next slots are filled with `next`
+    /// once for the vector, so the loop writes a slot only for a packet `fast` declines:
+    /// nothing to store, and the slots' address need not stay in a register, for the
+    /// usual packet.
+    ///
+    /// ```
+    /// use pktvec_graph::builtin::{NullSink, PacketSource, SourceNext};
+    /// use pktvec_graph::{next_nodes, node_errors, Context, Frame, GraphBuilder, GraphConfig, Node, Verdict};
+    /// use pktvec_packet::{BufferPool, PoolConfig};
+    ///
+    /// next_nodes! { pub enum MarkNext { Tx = "tx" } }
+    /// node_errors! { pub enum MarkError { Empty = "empty packet" } }
+    ///
+    /// /// Sets the first byte of every packet to 0xff; empty packets take the slow path.
+    /// struct Mark;
+    ///
+    /// impl Node for Mark {
+    ///     type Next = MarkNext;
+    ///     type Error = MarkError;
+    ///
+    ///     fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+    ///         cx.process_packets_split_to(
+    ///             frame,
+    ///             MarkNext::Tx,
+    ///             |pkt| match pkt.data_mut().first_mut() {
+    ///                 Some(b) => {
+    ///                     *b = 0xff;
+    ///                     true
+    ///                 }
+    ///                 None => false,
+    ///             },
+    ///             |_| Verdict::Drop(MarkError::Empty),
+    ///         );
+    ///     }
+    /// }
+    ///
+    /// let mut b = GraphBuilder::new(GraphConfig::default());
+    /// b.add("source", PacketSource::new(vec![vec![0u8; 60], vec![]]).with_limit(4))
+    ///     .add("mark", Mark)
+    ///     .add("tx", NullSink)
+    ///     .set_next("source", SourceNext::Out, "mark");
+    /// let mut g = b.build(BufferPool::new(PoolConfig::default())?)?;
+    /// g.run_until_idle();
+    /// assert_eq!(g.runtime().row("tx").unwrap().packets, 2);
+    /// assert_eq!(g.errors().count("mark", "empty packet"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn process_packets_split_to<F, S>(
+        &mut self,
+        frame: &mut Frame,
+        next: N::Next,
+        mut fast: F,
+        mut slow: S,
+    ) where
+        F: FnMut(&mut PacketMut<'_>) -> bool,
+        S: FnMut(&mut PacketMut<'_>) -> Verdict<N::Next, N::Error>,
+    {
+        let n = frame.bufs.len();
+        if n > MAX_VECTOR_SIZE {
+            // More than the set below can mark (no graph builds such a frame): the
+            // general loop, the same verdicts.
+            return self.process_packets_split(
+                frame,
+                |p| fast(p).then_some(Verdict::Next(next)),
+                slow,
+            );
+        }
+        let d = self.rt.cfg.prefetch_distance;
+        let map = self.verdict_map();
+        let (bufs, nexts) = (&frame.bufs[..], &mut frame.nexts[..n]);
+        nexts.fill(next.index());
+        let mut pk = self.rt.pool.packets_mut();
+        if !pk.all_in_range(bufs) {
+            bad_index(bufs);
+        }
+        // The packets `fast` declines, as a bit set on the stack: marking one needs no
+        // address kept in a register through the loop (the next slots' would be).
+        let mut declined = [0u64; MAX_VECTOR_SIZE / 64];
+        loops::quad_loop(
+            &mut pk,
+            bufs,
+            d,
+            |pk, bi| pk.prefetch(bi),
+            |pk, i, bi| {
+                // SAFETY: every index of `bufs` is in the pool (`all_in_range` above).
+                let mut p = unsafe { pk.packet_mut_unchecked(bi) };
+                if !fast(&mut p) {
+                    if let Some(w) = declined.get_mut(i / 64) {
+                        *w |= 1 << (i % 64);
+                    }
+                }
+            },
+        );
+        for (w, &bits) in declined[..n.div_ceil(64)].iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let (Some(slot), Some(&bi)) = (nexts.get_mut(i), bufs.get(i)) {
+                    // SAFETY: every index of `bufs` is in the pool (checked above).
                     let mut p = unsafe { pk.packet_mut_unchecked(bi) };
                     *slot = map.slot(slow(&mut p), p.meta_mut());
                 }

@@ -43,21 +43,25 @@ pub fn quad_loop<S: ?Sized>(
     mut body: impl FnMut(&mut S, usize, u32),
 ) {
     let n = idx.len();
-    // Elements below `ahead_end - distance` have an element `distance` ahead to fetch.
-    let ahead_end = if distance > 0 {
+    // Elements `..split` have one `distance` ahead to prefetch; the rest have none.
+    let split = if distance > 0 {
         // Prime: the first `distance` elements are fetched before the loop starts.
         for &x in &idx[..distance.min(n)] {
             prefetch(state, x);
         }
-        n
+        n.saturating_sub(distance)
     } else {
         0
     };
-    for (i, &x) in idx.iter().enumerate() {
-        if let Some(&ahead) = idx[..ahead_end].get(i.wrapping_add(distance)) {
-            prefetch(state, ahead);
-        }
+    // Two loops, so that neither tests per element whether there is one to prefetch.
+    let (head, tail) = idx.split_at(split);
+    let ahead = idx.get(distance..).unwrap_or_default();
+    for ((i, &x), &a) in head.iter().enumerate().zip(ahead) {
+        prefetch(state, a);
         body(state, i, x);
+    }
+    for (i, &x) in tail.iter().enumerate() {
+        body(state, split + i, x);
     }
 }
 

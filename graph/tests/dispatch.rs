@@ -648,3 +648,59 @@ fn every_name_taking_call_lists_the_known_names() {
     assert!(e.contains(known), "{e}");
     assert!(!path.exists());
 }
+
+next_nodes! {
+    /// One arc, for the single-arc split loop.
+    pub enum OneNext { Out = "out" }
+}
+
+/// `process_packets_split_to`: the fast path takes packets with an even first byte, the
+/// slow path the odd ones (to `out`) and the empty ones (dropped).
+struct EvenFast;
+impl Node for EvenFast {
+    type Next = OneNext;
+    type Error = SplitError;
+    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
+        cx.process_packets_split_to(
+            frame,
+            OneNext::Out,
+            |p| match p.data_mut().first_mut() {
+                Some(b) if *b % 2 == 0 => {
+                    *b = 0x80;
+                    true
+                }
+                _ => false,
+            },
+            |p| match p.data().first() {
+                None => Verdict::Drop(SplitError::Empty),
+                Some(&b) => {
+                    assert!(b % 2 == 1, "the slow path got a packet the fast path took");
+                    Verdict::Next(OneNext::Out)
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn split_to_sends_fast_and_slow_packets_and_drops() {
+    for v in [1usize, 2, 3, 5, 8, 63, 64, 65, 256, 1000] {
+        for d in 0..7usize {
+            let mut b = GraphBuilder::new(GraphConfig {
+                vector_size: v,
+                prefetch_distance: d,
+                ..GraphConfig::default()
+            });
+            b.add("src", source(&[0, 1, 0xff, 2, 4, 3, 0xff], 700))
+                .add("even", EvenFast)
+                .add("out", NullSink)
+                .set_next("src", SourceNext::Out, "even");
+            let mut g = b.build(pool(4096)).unwrap();
+            g.run_until_idle();
+            let rt = g.runtime();
+            assert_eq!(rt.row("out").unwrap().packets, 500, "v={v} d={d}");
+            assert_eq!(g.errors().count("even", "empty packet"), 200, "v={v} d={d}");
+            assert_balanced(&g);
+        }
+    }
+}

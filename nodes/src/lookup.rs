@@ -30,6 +30,7 @@
 use pktvec_graph::{next_nodes, node_errors, Context, Frame, Next, Node, Verdict};
 use pktvec_lookup::ipv4::{Lpm4, MISS};
 use pktvec_lookup::ipv6::{Lpm6, Lpm6Reader, SharedLpm6};
+use pktvec_packet::pool::PacketsMut;
 use pktvec_packet::Packet;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -98,6 +99,20 @@ fn dst4(p: &Packet<'_>) -> Option<u32> {
     p.bytes_at::<4>(16).map(|d| u32::from_be_bytes(*d))
 }
 
+/// The destination address from the 20-byte window at the start of packet `bi` (the
+/// header's start), if the packet has one (see `PacketMut::head_mut`); only reads it.
+///
+/// # Safety
+/// `bi` must be a buffer index of the pool (e.g. the whole vector checked with
+/// `PacketsMut::all_in_range`).
+#[inline(always)]
+unsafe fn dst4_fast(pool: &mut PacketsMut<'_>, bi: u32) -> Option<u32> {
+    // SAFETY: `bi` is in the pool (the caller's promise).
+    let mut p = unsafe { pool.packet_mut_unchecked(bi) };
+    p.head_mut::<20>()
+        .map(|(_, h)| u32::from_be_bytes([h[16], h[17], h[18], h[19]]))
+}
+
 impl Node for Ip4Lookup {
     type Next = Ip4LookupNext;
     type Error = Ip4LookupError;
@@ -118,18 +133,29 @@ impl Node for Ip4Lookup {
             pool.all_in_range(bufs),
             "ip4-lookup: a buffer index outside the pool"
         );
+        // The destination from a 20-byte window at the header's start (no further bounds
+        // test); a packet without one is left for the checked read after the loop, so
+        // that the loop makes no call (which would push its values out of registers).
+        let mut checked = false;
         for (k, &bi) in keys.iter_mut().zip(bufs) {
-            // A 20-byte window from the header's start (no further bounds test), else the
-            // checked read.
-            let fast = {
-                // SAFETY: every index of the frame is in the pool (asserted above).
-                let mut p = unsafe { pool.packet_mut_unchecked(bi) };
-                p.head_mut::<20>()
-                    .map(|(_, h)| u32::from_be_bytes([h[16], h[17], h[18], h[19]]))
+            // SAFETY: every index of the frame is in the pool (asserted above).
+            *k = match unsafe { dst4_fast(&mut pool, bi) } {
+                Some(d) => d,
+                None => {
+                    checked = true;
+                    0
+                }
             };
-            let d = fast.or_else(|| dst4(&pool.packet(bi)));
-            truncated |= d.is_none();
-            *k = d.unwrap_or(0);
+        }
+        if checked {
+            for (k, &bi) in keys.iter_mut().zip(bufs) {
+                // SAFETY: as above.
+                if unsafe { dst4_fast(&mut pool, bi) }.is_none() {
+                    let d = dst4(&pool.packet(bi));
+                    truncated |= d.is_none();
+                    *k = d.unwrap_or(0);
+                }
+            }
         }
         self.fib.lookup_vector_raw(keys, answers, b);
         let rewrite = Ip4LookupNext::Rewrite.index();
