@@ -105,6 +105,8 @@ fn dst4(p: &Packet<'_>) -> Option<u32> {
 /// # Safety
 /// `bi` must be a buffer index of the pool (e.g. the whole vector checked with
 /// `PacketsMut::all_in_range`).
+// SAFETY: an `unsafe fn` because it reads the packet through the pool's unchecked
+// accessor; the range of `bi` is the caller's to prove (ip4-lookup checks the whole vector).
 #[inline(always)]
 unsafe fn dst4_fast(pool: &mut PacketsMut<'_>, bi: u32) -> Option<u32> {
     // SAFETY: `bi` is in the pool (the caller's promise).
