@@ -609,6 +609,9 @@ impl Node for Ip4Rewrite {
 mod tests {
     use super::*;
 
+    use pktvec_packet::{checksum, BufferPool, PoolConfig};
+    use proptest::prelude::*;
+
     /// The add-with-carry form of the native-order update equals the three-step RFC 1624
     /// form (`~(~old + k)` with its end-around carry) for every checksum.
     #[test]
@@ -620,8 +623,6 @@ mod tests {
             assert_eq!(ttl_decrement_checksum_ne(old), three_step, "old {old:#06x}");
         }
     }
-    use pktvec_packet::{checksum, BufferPool, PoolConfig};
-    use proptest::prelude::*;
 
     /// A valid 20-byte header (`0x45`) with `extra` payload bytes, then `edit` applied.
     fn header(extra: usize, ttl: u8, frag: u16) -> Vec<u8> {
