@@ -22,6 +22,7 @@ mod dpdk_test;
 mod forwarders;
 mod handoff;
 mod hash;
+mod host;
 mod l3fwd_graph;
 mod lpm4;
 mod lpm6;
@@ -84,6 +85,9 @@ enum Cmd {
     SharedState(shared_state::Args),
     /// Whippersnapper suite (seed 003): one feature at a time on pktvec and on DPDK's SWX P4 pipeline, same sitting
     Whippersnapper(whippersnapper::Args),
+    /// This host's memory: load latency by working set (where its caches really end) and
+    /// streaming reads; no anchor, for reading the other areas' figures
+    Host(host::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
 }
@@ -96,6 +100,7 @@ fn main() {
         Cmd::Lpm6(a) => lpm6::run(a),
         Cmd::Hash(a) => hash::run(a),
         Cmd::Prefetch(a) => prefetch::run(a),
+        Cmd::Host(a) => host::run(a),
         Cmd::Forwarders(a) => forwarders::run(a),
         Cmd::L3fwdGraph(a) => l3fwd_graph::run(a),
         Cmd::SeedFigures(a) => seed_figures::run(a),

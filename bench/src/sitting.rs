@@ -290,8 +290,10 @@ impl Sitting {
             headline,
             detail,
         };
-        println!();
-        print!("{}", crate::scoreboard::text_table(&record.headline));
+        if !record.headline.is_empty() {
+            println!();
+            print!("{}", crate::scoreboard::text_table(&record.headline));
+        }
         if !self.common.no_save {
             std::fs::create_dir_all(&self.common.data_dir)
                 .map_err(|e| format!("{}: {e}", self.common.data_dir.display()))?;

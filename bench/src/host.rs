@@ -1,0 +1,241 @@
+//! `host`: what this machine's memory does, for reading every other area's figures.
+//!
+//! Two probes, each timed with the TSC on one core:
+//!
+//! * **Load latency by working set**: dependent loads, one 64-byte line each, in one
+//!   random cycle over working sets of 16 KiB to 256 MiB (a pointer chase: no load can start
+//!   before the one before it ends). Where the cycles per load jump is the cache this
+//!   core really gets, which on a shared or partitioned last-level cache can be much less
+//!   than the size the CPU reports. Measured on 4 KiB pages and on memory advised for
+//!   transparent huge pages (TLB misses out of the picture).
+//! * **Streaming read**: 64-byte lines copied in address order out of a 64 MiB buffer
+//!   (what a replayed traffic stream costs its source node), cycles per line, on both kinds
+//!   of pages.
+//!
+//! The cache sizes the kernel reports (sysfs) are printed beside them.
+
+use pktvec::graph::clock;
+use pktvec::lookup::routes::SplitMix64;
+use pktvec::packet::mem::advise_hugepages;
+use serde::Serialize;
+
+use crate::sitting::{Common, Sitting};
+
+/// Options of `host`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Timed loads per working set (the median of three runs is kept); default 1,000,000,
+    /// 200,000 with --quick
+    #[arg(long)]
+    loads: Option<usize>,
+    /// Largest working set of the latency probe, in MiB (default 256; 64 with --quick)
+    #[arg(long)]
+    max_mib: Option<usize>,
+}
+
+/// One working set of the latency probe.
+#[derive(Serialize, Debug)]
+struct Latency {
+    kib: usize,
+    /// Cycles per dependent load, 4 KiB pages.
+    small_pages: f64,
+    /// Cycles per dependent load, memory advised for transparent huge pages.
+    huge_pages: f64,
+}
+
+/// A cache as sysfs describes it.
+#[derive(Serialize, Debug)]
+struct Cache {
+    level: u32,
+    kind: String,
+    size: String,
+    /// CPUs sharing it (`shared_cpu_list`).
+    shared_with: String,
+}
+
+const LINE: usize = 64;
+const WORDS: usize = LINE / 8;
+
+/// Working sets of the latency probe, in KiB, up to `max_kib`.
+fn sizes(max_kib: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut k = 16usize;
+    while k <= max_kib {
+        v.push(k);
+        // between 2 and 64 MiB, where last-level caches end, also the midpoints
+        if (2048..65536).contains(&k) {
+            v.push(k * 3 / 2);
+        }
+        k *= 2;
+    }
+    v
+}
+
+/// `n` zeroed words, advised for huge pages before the first touch when `huge`.
+fn buffer(n: usize, huge: bool) -> Vec<u64> {
+    let mut v: Vec<u64> = Vec::with_capacity(n);
+    if huge {
+        advise_hugepages(v.spare_capacity_mut());
+    }
+    v.resize(n, 0);
+    v
+}
+
+/// Cycles per load of a pointer chase over `kib` KiB: the lines linked in one random
+/// cycle (Sattolo's shuffle), a warm-up lap (at most `loads`), then `loads` timed loads,
+/// three times; the median.
+fn chase(kib: usize, loads: usize, huge: bool, seed: u64) -> f64 {
+    let lines = (kib * 1024 / LINE).max(2);
+    let mut order: Vec<u32> = (0..lines as u32).collect();
+    let mut rng = SplitMix64::new(seed);
+    for i in (1..lines).rev() {
+        let j = rng.below(i as u64) as usize;
+        order.swap(i, j);
+    }
+    let mut mem = buffer(lines * WORDS, huge);
+    for (i, &o) in order.iter().enumerate() {
+        let next = order[(i + 1) % lines];
+        mem[o as usize * WORDS] = next as u64 * WORDS as u64;
+    }
+    let mut p = 0usize;
+    for _ in 0..lines.min(loads) {
+        p = mem[p] as usize;
+    }
+    let mut runs = [0f64; 3];
+    for r in &mut runs {
+        let t = clock::now();
+        for _ in 0..loads {
+            p = mem[p] as usize;
+        }
+        *r = (clock::now() - t) as f64 / loads as f64;
+    }
+    std::hint::black_box(p);
+    runs.sort_by(f64::total_cmp);
+    runs[1]
+}
+
+/// Cycles per line of copying `mib` MiB in address order, 64 bytes at a time, into a
+/// 16 KiB ring (a vector of 256 buffers' first lines); the fastest of five passes.
+fn stream(mib: usize, huge: bool) -> f64 {
+    let words = mib * 1024 * 1024 / 8;
+    let mut src = buffer(words, huge);
+    for (i, w) in src.iter_mut().enumerate() {
+        *w = i as u64;
+    }
+    let mut ring = vec![[0u64; WORDS]; 256];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = clock::now();
+        for (i, line) in src.chunks_exact(WORDS).enumerate() {
+            ring[i & 255].copy_from_slice(line);
+        }
+        std::hint::black_box(&mut ring);
+        best = best.min((clock::now() - t) as f64 / (words / WORDS) as f64);
+    }
+    best
+}
+
+/// CPU 0's caches from sysfs (empty where sysfs has none).
+fn caches() -> Vec<Cache> {
+    let mut out = Vec::new();
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("{dir}/{f}"))
+                .map(|s| s.trim().to_string())
+                .ok()
+        };
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        out.push(Cache {
+            level: level.parse().unwrap_or(0),
+            kind,
+            size,
+            shared_with: read("shared_cpu_list").unwrap_or_default(),
+        });
+    }
+    out
+}
+
+/// Runs the probes.
+pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let sitting = Sitting::begin(
+        "host",
+        "Memory of this host: load latency by working set, streaming reads",
+        "host.md",
+        &args.common,
+    )?;
+    let quick = sitting.quick();
+    let loads = args
+        .loads
+        .unwrap_or(if quick { 200_000 } else { 1_000_000 })
+        .max(1000);
+    let max_mib = args.max_mib.unwrap_or(if quick { 64 } else { 256 }).max(1);
+    let cs = caches();
+    for c in &cs {
+        println!(
+            "L{} {:<12} {:>8}  shared by CPUs {}",
+            c.level, c.kind, c.size, c.shared_with
+        );
+    }
+    println!();
+    println!(
+        "{:>10}  {:>16}  {:>16}",
+        "working set", "4 KiB pages", "huge pages"
+    );
+    let mut lat = Vec::new();
+    for (i, kib) in sizes(max_mib * 1024).into_iter().enumerate() {
+        let small = chase(kib, loads, false, 1 + i as u64);
+        let huge = chase(kib, loads, true, 1 + i as u64);
+        let label = if kib >= 1024 {
+            format!("{} MiB", kib as f64 / 1024.0)
+        } else {
+            format!("{kib} KiB")
+        };
+        println!("{label:>11}  {small:>9.1} cycles  {huge:>9.1} cycles");
+        lat.push(Latency {
+            kib,
+            small_pages: small,
+            huge_pages: huge,
+        });
+    }
+    let stream_mib = 64;
+    let (s_small, s_huge) = (stream(stream_mib, false), stream(stream_mib, true));
+    println!();
+    println!(
+        "streaming read of {stream_mib} MiB, 64-byte lines in address order: \
+         {s_small:.1} cycles a line on 4 KiB pages, {s_huge:.1} on huge pages"
+    );
+    if let Some(svg) = sitting.plot_path("latency") {
+        let series = |f: fn(&Latency) -> f64| -> Vec<(f64, f64)> {
+            lat.iter().map(|l| (l.kib as f64 / 1024.0, f(l))).collect()
+        };
+        crate::plot::lines(
+            &svg,
+            &format!("Dependent load latency, {}", sitting.machine.cpu_model),
+            "working set (MiB)",
+            "cycles per load",
+            &[
+                ("4 KiB pages".to_string(), series(|l| l.small_pages)),
+                ("huge pages".to_string(), series(|l| l.huge_pages)),
+            ],
+        )?;
+    }
+    let detail = serde_json::json!({
+        "caches": cs,
+        "loads_per_size": loads,
+        "latency": lat,
+        "stream": {
+            "mib": stream_mib,
+            "cycles_per_line_small_pages": s_small,
+            "cycles_per_line_huge_pages": s_huge,
+        },
+        "note": "latency: one random cycle of 64-byte lines, cycles per dependent load, median of three runs; stream: 64-byte lines copied in address order into a 16 KiB ring, fastest of five passes",
+    });
+    sitting.finish(Vec::new(), detail)?;
+    Ok(())
+}
