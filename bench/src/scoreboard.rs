@@ -8,8 +8,11 @@ use std::process::Command;
 
 use crate::sitting::{Common, Headline, Record, Sitting};
 
-/// Every area, in the order the sitting runs them and the scoreboard lists them.
-pub const AREAS: [&str; 17] = [
+/// Every area, in the order the sitting runs them and the scoreboard lists them. `host`
+/// (this machine's memory, no anchor) comes first, so each sitting records the caches its
+/// figures were measured with.
+pub const AREAS: [&str; 18] = [
+    "host",
     "dispatch",
     "prefetch",
     "lpm4",
@@ -179,9 +182,86 @@ fn cells(r: &Headline) -> String {
     )
 }
 
-/// A markdown table of one area's headline rows.
+/// One line on the host's memory from `host`'s data file: dependent-load latency at a few
+/// working sets and the streaming-read cost (`None` if the file lacks them).
+fn host_summary(rec: &Record) -> Option<String> {
+    let lat = rec.detail.get("latency")?.as_array()?;
+    let at = |kib: u64| {
+        lat.iter()
+            .find(|l| l.get("kib").and_then(|v| v.as_u64()) == Some(kib))
+            .and_then(|l| l.get("small_pages")?.as_f64())
+    };
+    let points: Vec<String> = [(1024, "1"), (4096, "4"), (8192, "8"), (65536, "64")]
+        .iter()
+        .filter_map(|&(kib, mib)| at(kib).map(|c| format!("{c:.0} at {mib} MiB")))
+        .collect();
+    let stream = rec.detail.get("stream")?;
+    Some(format!(
+        "memory ([`pktvec-bench host`](host.md), {}): cycles a dependent load {} (4 KiB \
+         pages); a 64 MiB stream reads at {:.1} cycles a line ({:.1} on huge pages)",
+        rec.machine.date,
+        points.join(", "),
+        stream.get("cycles_per_line_small_pages")?.as_f64()?,
+        stream.get("cycles_per_line_huge_pages")?.as_f64()?
+    ))
+}
+
+/// `host`'s page table: cycles per dependent load by working set.
+fn host_table(rec: &Record) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| working set | 4 KiB pages | huge pages |");
+    let _ = writeln!(s, "|---:|---:|---:|");
+    for l in rec
+        .detail
+        .get("latency")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let kib = l.get("kib").and_then(|v| v.as_u64()).unwrap_or(0);
+        let size = if kib >= 1024 {
+            format!("{} MiB", kib as f64 / 1024.0)
+        } else {
+            format!("{kib} KiB")
+        };
+        let c = |k: &str| l.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        let _ = writeln!(
+            s,
+            "| {size} | {:.1} | {:.1} |",
+            c("small_pages"),
+            c("huge_pages")
+        );
+    }
+    if let Some(st) = rec.detail.get("stream") {
+        let c = |k: &str| st.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        let _ = writeln!(
+            s,
+            "\nStreaming read of 64 MiB, 64-byte lines in address order: {:.1} cycles a line on \
+             4 KiB pages, {:.1} on huge pages.",
+            c("cycles_per_line_small_pages"),
+            c("cycles_per_line_huge_pages")
+        );
+    }
+    s
+}
+
+/// A markdown table of one area's headline rows (`host`: its latency table).
 pub fn markdown_table(record: &Record) -> String {
     let mut s = String::new();
+    if record.area == "host" {
+        s.push_str(&host_table(record));
+        let _ = writeln!(
+            s,
+            "\n{}, TSC {:.3} GHz, {} UTC{}; `{}` ({:.0} s).",
+            record.machine.cpu_model,
+            record.machine.tsc_ghz,
+            record.machine.date,
+            if record.quick { ", **quick run**" } else { "" },
+            record.command,
+            record.seconds
+        );
+        return s;
+    }
     let _ = writeln!(s, "| case | pktvec | anchor | anchor's | ratio | target |");
     let _ = writeln!(s, "|---|---:|---|---:|---:|---|");
     for r in &record.headline {
@@ -280,6 +360,13 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
     machines.dedup();
     for m in machines {
         let _ = writeln!(s, "{m}");
+    }
+    if let Some(h) = records
+        .iter()
+        .find(|r| r.area == "host")
+        .and_then(host_summary)
+    {
+        let _ = writeln!(s, "- {h}");
     }
     let _ = writeln!(s, "\n## Areas\n");
     for rec in &records {
@@ -424,7 +511,32 @@ mod tests {
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
         assert!(readme.contains("| [IPv4 LPM vs rte_lpm](lookup-tables.md) | tier1 |"));
         assert!(readme.contains("AMD EPYC, 2026-11-26"));
-        assert!(readme.contains("Not measured in this sitting: dispatch, prefetch"));
+        assert!(readme.contains("Not measured in this sitting: host, dispatch, prefetch"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_host_probe_renders_as_a_latency_table_and_a_machine_line() {
+        let mut rec = record("host");
+        rec.headline.clear();
+        rec.detail = serde_json::json!({
+            "latency": [
+                {"kib": 1024, "small_pages": 36.1, "huge_pages": 36.7},
+                {"kib": 4096, "small_pages": 47.9, "huge_pages": 44.0},
+                {"kib": 8192, "small_pages": 368.6, "huge_pages": 363.7},
+            ],
+            "stream": {"cycles_per_line_small_pages": 9.4, "cycles_per_line_huge_pages": 7.5},
+        });
+        let table = markdown_table(&rec);
+        assert!(table.contains("| 4 MiB | 47.9 | 44.0 |"), "{table}");
+        assert!(table.contains("9.4 cycles a line on 4 KiB pages, 7.5 on huge pages"));
+        let line = host_summary(&rec).unwrap();
+        assert!(
+            line.contains("36 at 1 MiB, 48 at 4 MiB, 369 at 8 MiB (4 KiB"),
+            "{line}"
+        );
+        // a data file without the probe's figures gives no line
+        rec.detail = serde_json::Value::Null;
+        assert!(host_summary(&rec).is_none());
     }
 }
