@@ -250,22 +250,12 @@ pub fn markdown_table(record: &Record) -> String {
     let mut s = String::new();
     if record.area == "host" {
         s.push_str(&host_table(record));
-        let _ = writeln!(
-            s,
-            "\n{}, TSC {:.3} GHz, {} UTC{}; `{}` ({:.0} s).",
-            record.machine.cpu_model,
-            record.machine.tsc_ghz,
-            record.machine.date,
-            if record.quick { ", **quick run**" } else { "" },
-            record.command,
-            record.seconds
-        );
-        return s;
-    }
-    let _ = writeln!(s, "| case | pktvec | anchor | anchor's | ratio | target |");
-    let _ = writeln!(s, "|---|---:|---|---:|---:|---|");
-    for r in &record.headline {
-        let _ = writeln!(s, "{} |", cells(r));
+    } else {
+        let _ = writeln!(s, "| case | pktvec | anchor | anchor's | ratio | target |");
+        let _ = writeln!(s, "|---|---:|---|---:|---:|---|");
+        for r in &record.headline {
+            let _ = writeln!(s, "{} |", cells(r));
+        }
     }
     let _ = writeln!(
         s,
