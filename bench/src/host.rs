@@ -8,6 +8,9 @@
 //!   core really gets, which on a shared or partitioned last-level cache can be much less
 //!   than the size the CPU reports. Measured on 4 KiB pages and on memory advised for
 //!   transparent huge pages (TLB misses out of the picture).
+//! * **Loads in flight**: the same cycle walked by [`LANES`] cursors at once (each load
+//!   still depends on its own cursor's last one), which is what a prefetching vector
+//!   lookup gets from the memory system: cycles per load with that many misses in flight.
 //! * **Streaming read**: 64-byte lines copied in address order out of a 64 MiB buffer
 //!   (what a replayed traffic stream costs its source node), cycles per line, on both kinds
 //!   of pages.
@@ -43,7 +46,14 @@ struct Latency {
     small_pages: f64,
     /// Cycles per dependent load, memory advised for transparent huge pages.
     huge_pages: f64,
+    /// Cycles per load with [`LANES`] chases in flight, 4 KiB pages.
+    parallel_small_pages: f64,
+    /// The same on memory advised for transparent huge pages.
+    parallel_huge_pages: f64,
 }
+
+/// Cursors of the loads-in-flight probe.
+const LANES: usize = 16;
 
 /// A cache as sysfs describes it.
 #[derive(Serialize, Debug)]
@@ -83,11 +93,12 @@ fn buffer(n: usize, huge: bool) -> Vec<u64> {
     v
 }
 
-/// Cycles per load of a pointer chase over `kib` KiB: the lines linked in one random
-/// cycle (Sattolo's shuffle), a warm-up lap (at most `loads`), then `loads` timed loads,
-/// three times; the median.
-fn chase(kib: usize, loads: usize, huge: bool, seed: u64) -> f64 {
-    let lines = (kib * 1024 / LINE).max(2);
+/// Cycles per load over `kib` KiB whose lines are linked in one random cycle (Sattolo's
+/// shuffle): one cursor (every load waits for the one before), then [`LANES`] cursors
+/// spread evenly round the cycle, advanced in turn. Each after a warm-up lap (at most
+/// `loads`), `loads` timed loads three times, the median.
+fn chase(kib: usize, loads: usize, huge: bool, seed: u64) -> (f64, f64) {
+    let lines = (kib * 1024 / LINE).max(LANES);
     let mut order: Vec<u32> = (0..lines as u32).collect();
     let mut rng = SplitMix64::new(seed);
     for i in (1..lines).rev() {
@@ -99,21 +110,38 @@ fn chase(kib: usize, loads: usize, huge: bool, seed: u64) -> f64 {
         let next = order[(i + 1) % lines];
         mem[o as usize * WORDS] = next as u64 * WORDS as u64;
     }
-    let mut p = 0usize;
-    for _ in 0..lines.min(loads) {
-        p = mem[p] as usize;
+    let mut p = [0usize; LANES];
+    for (l, c) in p.iter_mut().enumerate() {
+        *c = order[l * lines / LANES] as usize * WORDS;
     }
-    let mut runs = [0f64; 3];
-    for r in &mut runs {
+    for _ in 0..lines.min(loads) {
+        p[0] = mem[p[0]] as usize;
+    }
+    let median = |mut runs: [f64; 3]| {
+        runs.sort_by(f64::total_cmp);
+        runs[1]
+    };
+    let mut one = [0f64; 3];
+    for r in &mut one {
         let t = clock::now();
         for _ in 0..loads {
-            p = mem[p] as usize;
+            p[0] = mem[p[0]] as usize;
         }
         *r = (clock::now() - t) as f64 / loads as f64;
     }
+    let steps = loads.div_ceil(LANES);
+    let mut many = [0f64; 3];
+    for r in &mut many {
+        let t = clock::now();
+        for _ in 0..steps {
+            for c in p.iter_mut() {
+                *c = mem[*c] as usize;
+            }
+        }
+        *r = (clock::now() - t) as f64 / (steps * LANES) as f64;
+    }
     std::hint::black_box(p);
-    runs.sort_by(f64::total_cmp);
-    runs[1]
+    (median(one), median(many))
 }
 
 /// Cycles per line of copying `mib` MiB in address order, 64 bytes at a time, into a
@@ -184,23 +212,25 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!(
-        "{:>10}  {:>16}  {:>16}",
-        "working set", "4 KiB pages", "huge pages"
+        "{:>11}  {:>15}  {:>15}  {:>18}  {:>18}",
+        "working set", "dependent, 4K", "dependent, huge", "16 in flight, 4K", "16 in flight, huge"
     );
     let mut lat = Vec::new();
     for (i, kib) in sizes(max_mib * 1024).into_iter().enumerate() {
-        let small = chase(kib, loads, false, 1 + i as u64);
-        let huge = chase(kib, loads, true, 1 + i as u64);
+        let (small, par_small) = chase(kib, loads, false, 1 + i as u64);
+        let (huge, par_huge) = chase(kib, loads, true, 1 + i as u64);
         let label = if kib >= 1024 {
             format!("{} MiB", kib as f64 / 1024.0)
         } else {
             format!("{kib} KiB")
         };
-        println!("{label:>11}  {small:>9.1} cycles  {huge:>9.1} cycles");
+        println!("{label:>11}  {small:>15.1}  {huge:>15.1}  {par_small:>18.1}  {par_huge:>18.1}");
         lat.push(Latency {
             kib,
             small_pages: small,
             huge_pages: huge,
+            parallel_small_pages: par_small,
+            parallel_huge_pages: par_huge,
         });
     }
     let stream_mib = 64;
@@ -220,8 +250,22 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             "working set (MiB)",
             "cycles per load",
             &[
-                ("4 KiB pages".to_string(), series(|l| l.small_pages)),
-                ("huge pages".to_string(), series(|l| l.huge_pages)),
+                (
+                    "dependent, 4 KiB pages".to_string(),
+                    series(|l| l.small_pages),
+                ),
+                (
+                    "dependent, huge pages".to_string(),
+                    series(|l| l.huge_pages),
+                ),
+                (
+                    format!("{LANES} in flight, 4 KiB pages"),
+                    series(|l| l.parallel_small_pages),
+                ),
+                (
+                    format!("{LANES} in flight, huge pages"),
+                    series(|l| l.parallel_huge_pages),
+                ),
             ],
         )?;
     }
@@ -234,7 +278,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             "cycles_per_line_small_pages": s_small,
             "cycles_per_line_huge_pages": s_huge,
         },
-        "note": "latency: one random cycle of 64-byte lines, cycles per dependent load, median of three runs; stream: 64-byte lines copied in address order into a 16 KiB ring, fastest of five passes",
+        "lanes": LANES,
+        "note": "latency: one random cycle of 64-byte lines, cycles per load with one cursor (dependent) and with `lanes` cursors in flight, median of three runs; stream: 64-byte lines copied in address order into a 16 KiB ring, fastest of five passes",
     });
     sitting.finish(Vec::new(), detail)?;
     Ok(())

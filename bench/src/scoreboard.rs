@@ -186,21 +186,29 @@ fn cells(r: &Headline) -> String {
 /// working sets and the streaming-read cost (`None` if the file lacks them).
 fn host_summary(rec: &Record) -> Option<String> {
     let lat = rec.detail.get("latency")?.as_array()?;
-    let at = |kib: u64| {
+    let at = |kib: u64, field: &str| {
         lat.iter()
             .find(|l| l.get("kib").and_then(|v| v.as_u64()) == Some(kib))
-            .and_then(|l| l.get("small_pages")?.as_f64())
+            .and_then(|l| l.get(field)?.as_f64())
     };
     let points: Vec<String> = [(1024, "1"), (4096, "4"), (8192, "8"), (65536, "64")]
         .iter()
-        .filter_map(|&(kib, mib)| at(kib).map(|c| format!("{c:.0} at {mib} MiB")))
+        .filter_map(|&(kib, mib)| at(kib, "small_pages").map(|c| format!("{c:.0} at {mib} MiB")))
+        .collect();
+    let parallel: Vec<String> = [(8192, "8"), (65536, "64")]
+        .iter()
+        .filter_map(|&(kib, mib)| {
+            at(kib, "parallel_small_pages").map(|c| format!("{c:.1} at {mib} MiB"))
+        })
         .collect();
     let stream = rec.detail.get("stream")?;
     Some(format!(
         "memory ([`pktvec-bench host`](host.md), {}): cycles a dependent load {} (4 KiB \
-         pages); a 64 MiB stream reads at {:.1} cycles a line ({:.1} on huge pages)",
+         pages), with 16 loads in flight {}; a 64 MiB stream reads at {:.1} cycles a line \
+         ({:.1} on huge pages)",
         rec.machine.date,
         points.join(", "),
+        parallel.join(", "),
         stream.get("cycles_per_line_small_pages")?.as_f64()?,
         stream.get("cycles_per_line_huge_pages")?.as_f64()?
     ))
@@ -209,8 +217,11 @@ fn host_summary(rec: &Record) -> Option<String> {
 /// `host`'s page table: cycles per dependent load by working set.
 fn host_table(rec: &Record) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "| working set | 4 KiB pages | huge pages |");
-    let _ = writeln!(s, "|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "| working set | one load at a time, 4 KiB pages | huge pages | 16 in flight, 4 KiB pages | huge pages |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|");
     for l in rec
         .detail
         .get("latency")
@@ -227,9 +238,11 @@ fn host_table(rec: &Record) -> String {
         let c = |k: &str| l.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
         let _ = writeln!(
             s,
-            "| {size} | {:.1} | {:.1} |",
+            "| {size} | {:.1} | {:.1} | {:.1} | {:.1} |",
             c("small_pages"),
-            c("huge_pages")
+            c("huge_pages"),
+            c("parallel_small_pages"),
+            c("parallel_huge_pages")
         );
     }
     if let Some(st) = rec.detail.get("stream") {
@@ -511,18 +524,28 @@ mod tests {
         rec.headline.clear();
         rec.detail = serde_json::json!({
             "latency": [
-                {"kib": 1024, "small_pages": 36.1, "huge_pages": 36.7},
-                {"kib": 4096, "small_pages": 47.9, "huge_pages": 44.0},
-                {"kib": 8192, "small_pages": 368.6, "huge_pages": 363.7},
+                {"kib": 1024, "small_pages": 36.1, "huge_pages": 36.7,
+                 "parallel_small_pages": 1.9, "parallel_huge_pages": 1.9},
+                {"kib": 4096, "small_pages": 47.9, "huge_pages": 44.0,
+                 "parallel_small_pages": 2.8, "parallel_huge_pages": 2.9},
+                {"kib": 8192, "small_pages": 368.6, "huge_pages": 363.7,
+                 "parallel_small_pages": 3.1, "parallel_huge_pages": 3.2},
             ],
             "stream": {"cycles_per_line_small_pages": 9.4, "cycles_per_line_huge_pages": 7.5},
         });
         let table = markdown_table(&rec);
-        assert!(table.contains("| 4 MiB | 47.9 | 44.0 |"), "{table}");
+        assert!(
+            table.contains("| 4 MiB | 47.9 | 44.0 | 2.8 | 2.9 |"),
+            "{table}"
+        );
         assert!(table.contains("9.4 cycles a line on 4 KiB pages, 7.5 on huge pages"));
         let line = host_summary(&rec).unwrap();
         assert!(
             line.contains("36 at 1 MiB, 48 at 4 MiB, 369 at 8 MiB (4 KiB"),
+            "{line}"
+        );
+        assert!(
+            line.contains("with 16 loads in flight 3.1 at 8 MiB;"),
             "{line}"
         );
         // a data file without the probe's figures gives no line
