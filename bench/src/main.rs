@@ -85,8 +85,9 @@ enum Cmd {
     SharedState(shared_state::Args),
     /// Whippersnapper suite (seed 003): one feature at a time on pktvec and on DPDK's SWX P4 pipeline, same sitting
     Whippersnapper(whippersnapper::Args),
-    /// This host's memory: load latency by working set (where its caches really end) and
-    /// streaming reads; no anchor, for reading the other areas' figures
+    /// This host's memory: load latency by working set, one load at a time and 16 in
+    /// flight (where its caches really end), and streaming reads; no anchor, for reading
+    /// the other areas' figures
     Host(host::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
     Scoreboard(scoreboard::Args),
