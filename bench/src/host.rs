@@ -1,13 +1,13 @@
 //! `host`: what this machine's memory does, for reading every other area's figures.
 //!
-//! Two probes, each timed with the TSC on one core:
+//! Three probes, each timed with the TSC on one core:
 //!
 //! * **Load latency by working set**: dependent loads, one 64-byte line each, in one
 //!   random cycle over working sets of 16 KiB to 256 MiB (a pointer chase: no load can start
-//!   before the one before it ends). Where the cycles per load jump is the cache this
-//!   core really gets, which on a shared or partitioned last-level cache can be much less
-//!   than the size the CPU reports. Measured on 4 KiB pages and on memory advised for
-//!   transparent huge pages (TLB misses out of the picture).
+//!   before the one before it ends). Measured on 4 KiB pages and on memory advised for
+//!   transparent huge pages (TLB misses out of the picture). On a last-level cache shared
+//!   with other tenants, a walk this slow loses lines between its visits, so it shows less
+//!   cache than a loop with misses in flight gets.
 //! * **Loads in flight**: the same cycle walked by [`LANES`] cursors at once (each load
 //!   still depends on its own cursor's last one), which is what a prefetching vector
 //!   lookup gets from the memory system: cycles per load with that many misses in flight.
@@ -18,8 +18,8 @@
 //! The cache sizes the kernel reports (sysfs) are printed beside them.
 
 use pktvec::graph::clock;
-use pktvec::lookup::routes::SplitMix64;
 use pktvec::packet::mem::advise_hugepages;
+use pktvec::perf::shuffled;
 use serde::Serialize;
 
 use crate::sitting::{Common, Sitting};
@@ -93,18 +93,22 @@ fn buffer(n: usize, huge: bool) -> Vec<u64> {
     v
 }
 
-/// Cycles per load over `kib` KiB whose lines are linked in one random cycle (Sattolo's
-/// shuffle): one cursor (every load waits for the one before), then [`LANES`] cursors
-/// spread evenly round the cycle, advanced in turn. Each after a warm-up lap (at most
-/// `loads`), `loads` timed loads three times, the median.
-fn chase(kib: usize, loads: usize, huge: bool, seed: u64) -> (f64, f64) {
-    let lines = (kib * 1024 / LINE).max(LANES);
-    let mut order: Vec<u32> = (0..lines as u32).collect();
-    let mut rng = SplitMix64::new(seed);
-    for i in (1..lines).rev() {
-        let j = rng.below(i as u64) as usize;
-        order.swap(i, j);
+/// "4 MiB", "16 KiB": a working set for tables and the terminal.
+pub fn size_label(kib: u64) -> String {
+    if kib >= 1024 {
+        format!("{} MiB", kib as f64 / 1024.0)
+    } else {
+        format!("{kib} KiB")
     }
+}
+
+/// Cycles per load over lines visited in the order `order` (a permutation of the lines,
+/// the last linked back to the first: one cycle through all of them): one cursor (every
+/// load waits for the one before), then [`LANES`] cursors spread evenly round the cycle,
+/// advanced in turn. Each after a warm-up lap (at most `loads`), `loads` timed loads
+/// three times, the median.
+fn chase(order: &[u32], loads: usize, huge: bool) -> (f64, f64) {
+    let lines = order.len();
     let mut mem = buffer(lines * WORDS, huge);
     for (i, &o) in order.iter().enumerate() {
         let next = order[(i + 1) % lines];
@@ -217,13 +221,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut lat = Vec::new();
     for (i, kib) in sizes(max_mib * 1024).into_iter().enumerate() {
-        let (small, par_small) = chase(kib, loads, false, 1 + i as u64);
-        let (huge, par_huge) = chase(kib, loads, true, 1 + i as u64);
-        let label = if kib >= 1024 {
-            format!("{} MiB", kib as f64 / 1024.0)
-        } else {
-            format!("{kib} KiB")
-        };
+        // One visiting order for both kinds of pages.
+        let order = shuffled((kib * 1024 / LINE).max(LANES) as u32, 1 + i as u64);
+        let (small, par_small) = chase(&order, loads, false);
+        let (huge, par_huge) = chase(&order, loads, true);
+        let label = size_label(kib as u64);
         println!("{label:>11}  {small:>15.1}  {huge:>15.1}  {par_small:>18.1}  {par_huge:>18.1}");
         lat.push(Latency {
             kib,
@@ -246,7 +248,10 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         crate::plot::lines(
             &svg,
-            &format!("Dependent load latency, {}", sitting.machine.cpu_model),
+            &format!(
+                "Cycles a load by working set, {}",
+                sitting.machine.cpu_model
+            ),
             "working set (MiB)",
             "cycles per load",
             &[

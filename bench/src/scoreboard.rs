@@ -182,8 +182,9 @@ fn cells(r: &Headline) -> String {
     )
 }
 
-/// One line on the host's memory from `host`'s data file: dependent-load latency at a few
-/// working sets and the streaming-read cost (`None` if the file lacks them).
+/// One line on the host's memory from `host`'s data file: load cost at a few working sets,
+/// one at a time and 16 in flight, and the streaming-read cost (`None` if the file lacks
+/// them).
 fn host_summary(rec: &Record) -> Option<String> {
     let lat = rec.detail.get("latency")?.as_array()?;
     let at = |kib: u64, field: &str| {
@@ -214,7 +215,7 @@ fn host_summary(rec: &Record) -> Option<String> {
     ))
 }
 
-/// `host`'s page table: cycles per dependent load by working set.
+/// `host`'s page table: cycles a load by working set, one at a time and 16 in flight.
 fn host_table(rec: &Record) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -229,12 +230,7 @@ fn host_table(rec: &Record) -> String {
         .into_iter()
         .flatten()
     {
-        let kib = l.get("kib").and_then(|v| v.as_u64()).unwrap_or(0);
-        let size = if kib >= 1024 {
-            format!("{} MiB", kib as f64 / 1024.0)
-        } else {
-            format!("{kib} KiB")
-        };
+        let size = crate::host::size_label(l.get("kib").and_then(|v| v.as_u64()).unwrap_or(0));
         let c = |k: &str| l.get(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
         let _ = writeln!(
             s,
