@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use pktvec::graph::clock;
-use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, PrefetchLevel, DEFAULT_SUB_BATCH, MISS};
+use pktvec::lookup::ipv4::{Lpm4, Lpm4Config, PrefetchLevel, ReadPath, DEFAULT_SUB_BATCH, MISS};
 use pktvec::lookup::routes::{self, Route4};
 use pktvec::packet::mem;
 use serde_json::json;
@@ -172,6 +172,18 @@ fn methods(lpm: &Lpm4) -> Vec<Method<'_>> {
             move |k, r| lpm.lookup_vector_raw(k, r, b),
         ));
     }
+    // The read path forced (the rows above run `ReadPath::Auto`: each thread times both
+    // and reads the cheaper; see the last row for the master alone).
+    for b in [16usize, 256] {
+        m.push(per_vector_raw(
+            format!("lookup_vector_raw b={b} compressed path"),
+            move |k, r| {
+                lpm.set_read_path(ReadPath::Compressed);
+                lpm.lookup_vector_raw(k, r, b);
+                lpm.set_read_path(ReadPath::Auto);
+            },
+        ));
+    }
     // The prefetch level forced (the rows above run `PrefetchLevel::Auto`).
     for b in [16usize, 64, 256] {
         for level in [PrefetchLevel::L1, PrefetchLevel::L2] {
@@ -179,7 +191,9 @@ fn methods(lpm: &Lpm4) -> Vec<Method<'_>> {
                 format!("lookup_vector_raw b={b} prefetch {level:?}"),
                 move |k, r| {
                     lpm.set_prefetch_level(level);
+                    lpm.set_read_path(ReadPath::Compressed);
                     lpm.lookup_vector_raw(k, r, b);
+                    lpm.set_read_path(ReadPath::Auto);
                     lpm.set_prefetch_level(PrefetchLevel::Auto);
                 },
             ));
@@ -204,6 +218,15 @@ fn methods(lpm: &Lpm4) -> Vec<Method<'_>> {
         |k, r| lpm.lookup_vector_dir24(k, r, 32),
     ));
     m
+}
+
+/// The path [`ReadPath::Auto`] has this thread reading.
+fn auto_label(lpm: &Lpm4) -> &'static str {
+    match lpm.auto_reads_master() {
+        Some(true) => "DIR-24-8 master",
+        Some(false) => "compressed path",
+        None => "(no vector yet)",
+    }
 }
 
 /// One round of pktvec's methods: `reps` passes, each method's best cycles per key and its
@@ -435,6 +458,11 @@ pub fn run(args: Args) -> Result<(), Error> {
                 pktvec_round(&lpm_4k, &keys, reps)
                     .into_iter()
                     .map(|(m, c, s)| (format!("{m} [4 KiB]"), c, s)),
+            );
+            eprintln!(
+                "{case}: after the round, ReadPath::Auto reads the {} (THP) and the {} (4 KiB)",
+                auto_label(&lpm),
+                auto_label(&lpm_4k)
             );
             add_round(&mut all, "pktvec", mine);
             if let Some(s) = served.as_mut() {

@@ -53,11 +53,7 @@ impl Machine {
     /// Reads the machine's description (and measures the TSC rate).
     pub fn this() -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
-            .map(|(_, m)| m.trim().to_string())
-            .unwrap_or_else(|| "unknown CPU".into());
+        let cpu_model = describe_cpu(&cpuinfo, &sysfs_cache_kib);
         let rtm = cpuinfo
             .lines()
             .find(|l| l.starts_with("flags"))
@@ -90,6 +86,85 @@ impl Machine {
             self.date
         )
     }
+}
+
+/// The CPU as a reader of a results page needs it: `model name` of /proc/cpuinfo, then, in
+/// parentheses, the core generation where it is known (AMD families 23, 25, 26), family and
+/// model, and the L2 and L3 sizes of CPU 0 (`cache_kib(level)`, from sysfs). A hypervisor
+/// often shows only "AMD EPYC" or "Intel Xeon Processor": two such hosts with different
+/// caches then still read differently.
+///
+/// ```text
+/// AMD EPYC (Zen 3, family 25 model 1; L2 512 KiB, L3 32 MiB)
+/// ```
+///
+/// (the unit test `hosts_of_one_model_name_read_apart` checks it).
+pub fn describe_cpu(cpuinfo: &str, cache_kib: &dyn Fn(u32) -> u64) -> String {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let name = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    let family: Option<u32> = field("cpu family").and_then(|v| v.parse().ok());
+    let model: Option<u32> = field("model").and_then(|v| v.parse().ok());
+    let amd = field("vendor_id").is_some_and(|v| v == "AuthenticAMD");
+    let mut parts = Vec::new();
+    if let (Some(f), Some(m)) = (family, model) {
+        let core = match (amd, f, m) {
+            (true, 23, 0..=0x2f) => Some("Zen/Zen+"),
+            (true, 23, _) => Some("Zen 2"),
+            (true, 25, 0x10..=0x1f | 0x60..=0x7f | 0xa0..=0xaf) => Some("Zen 4"),
+            (true, 25, _) => Some("Zen 3"),
+            (true, 26, _) => Some("Zen 5"),
+            _ => None,
+        };
+        parts.push(match core {
+            Some(c) => format!("{c}, family {f} model {m}"),
+            None => format!("family {f} model {m}"),
+        });
+    }
+    let caches: Vec<String> = [2, 3]
+        .into_iter()
+        .filter(|&l| cache_kib(l) > 0)
+        .map(|l| format!("L{l} {}", crate::host::size_label(cache_kib(l))))
+        .collect();
+    if !caches.is_empty() {
+        parts.push(caches.join(", "));
+    }
+    if parts.is_empty() {
+        name
+    } else {
+        format!("{name} ({})", parts.join("; "))
+    }
+}
+
+/// Size in KiB of CPU 0's unified or data cache of `level` as sysfs reports it (0 when
+/// sysfs has none).
+fn sysfs_cache_kib(level: u32) -> u64 {
+    (0..8)
+        .filter_map(|i| {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+            let l: u32 = read("level")?.trim().parse().ok()?;
+            let kind = read("type")?;
+            if l != level || kind.trim() == "Instruction" {
+                return None;
+            }
+            let size = read("size")?;
+            let size = size.trim();
+            let (num, mult) = match size.strip_suffix('K') {
+                Some(n) => (n, 1),
+                None => match size.strip_suffix('M') {
+                    Some(n) => (n, 1024),
+                    None => (size, 1),
+                },
+            };
+            num.parse::<u64>().ok().map(|n| n * mult)
+        })
+        .next()
+        .unwrap_or(0)
 }
 
 /// UTC now as `YYYY-MM-DD HH:MM` (civil-from-days, no time crate needed).
@@ -355,6 +430,33 @@ mod tests {
         let r = Headline::rate("t", "Mpps", 10.0, "dpdk", 25.0);
         assert_eq!(r.ratio, 0.4);
         assert_eq!(r.met(), None);
+    }
+
+    #[test]
+    fn hosts_of_one_model_name_read_apart() {
+        let zen3 =
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n";
+        let zen4 = zen3.replace("model\t\t: 1\n", "model\t\t: 17\n");
+        let milan = |l: u32| [0, 32, 512, 32768][l as usize];
+        let genoa = |l: u32| [0, 32, 1024, 32768][l as usize];
+        assert_eq!(
+            describe_cpu(zen3, &milan),
+            "AMD EPYC (Zen 3, family 25 model 1; L2 512 KiB, L3 32 MiB)"
+        );
+        assert_eq!(
+            describe_cpu(&zen4, &genoa),
+            "AMD EPYC (Zen 4, family 25 model 17; L2 1 MiB, L3 32 MiB)"
+        );
+        let intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel Xeon Processor\n";
+        assert_eq!(
+            describe_cpu(intel, &|l| if l == 3 { 266_240 } else { 2048 }),
+            "Intel Xeon Processor (family 6 model 143; L2 2 MiB, L3 260 MiB)"
+        );
+        // Nothing known beyond the name: the name alone; no cpuinfo at all: "unknown CPU".
+        assert_eq!(describe_cpu("model name\t: X\n", &|_| 0), "X");
+        assert_eq!(describe_cpu("", &|_| 0), "unknown CPU");
+        // the model line is `model`, not `model name`
+        assert!(!describe_cpu(zen3, &|_| 0).contains("model AMD"));
     }
 
     #[test]

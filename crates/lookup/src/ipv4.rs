@@ -28,10 +28,17 @@
 //!   `docs/results/lookup-tables.md`. The vector lookups stage a sub-batch (read every
 //!   directory entry and prefetch its record, rank every key and prefetch every value,
 //!   read the values).
+//! * **Which one a vector reads** ([`ReadPath`]). Where the compressed lines do not stay
+//!   cached either (a uniformly placed table on a host whose core gets a few MiB of L3),
+//!   the master's one far line a key beats the compressed path's two. By default each
+//!   thread times both on its own traffic and reads the cheaper ([`ReadPath::Auto`]);
+//!   [`Lpm4::set_read_path`] forces one. Single lookups read the compressed path.
 //!
 //! # Memory
 //!
-//! * master first level: 2^24 × 4 B = 64 MiB, touched by updates only;
+//! * master first level: 2^24 × 4 B = 64 MiB, read by [`ReadPath::Dir24`] vectors (and
+//!   by every lookup while an update rewrites the compressed path), advised to use
+//!   transparent huge pages like the read path;
 //! * master groups: 1 KiB each, allocated lazily in segments of [`GROUPS_PER_SEGMENT`]
 //!   groups (1 MiB), up to [`Lpm4Config::max_groups`] (default 65,536 groups); a real
 //!   900k-prefix BGP table uses about 450–1,100 groups; the worst case (every prefix a
@@ -86,10 +93,14 @@
 //! # Ok::<(), pktvec_lookup::ipv4::LpmError>(())
 //! ```
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use thread_local::ThreadLocal;
 
 use pktvec_packet::mem::advise_hugepages;
 use pktvec_packet::prefetch::prefetch_read;
@@ -213,6 +224,152 @@ pub enum PrefetchLevel {
     L2 = 2,
 }
 
+/// Which structure [`Lpm4::lookup_vector_raw`] (and the vector forms built on it) reads:
+/// a choice of speed only, never of answers (both hold every route).
+///
+/// * `Compressed`: the compressed copy of the first level (a 1 MiB directory plus
+///   run-bitmap records, 5–10 MiB for a full table): fastest where those lines stay in
+///   the caches, as real BGP tables' do on hosts with a few MiB of L3 per core.
+/// * `Dir24`: the DIR-24-8 master (64 MiB first level, on transparent huge pages where
+///   [`Lpm4Config::huge_pages`] asks for them), one far line a key with a prefetch 32 keys
+///   ahead: fastest where the compressed lines do not stay cached either (a uniformly
+///   placed table on a host whose core gets little of the L3), since it reads one line a
+///   key where the compressed path reads two.
+/// * `Auto` (the default): each thread times both on its own traffic and reads the
+///   cheaper. In every period of 2,048 vectors of 256 keys it times 32 vectors on the
+///   path it is not using (on the master, 16 after a warm-up of 16; back on the compressed
+///   path, the last 128 of 256, so that their lines are cached again), and times every
+///   eighth vector of its current path. It moves to the master when the master costs
+///   less than 85% of the compressed path a key, and back when the compressed path costs
+///   less than the master. Timing uses `Instant`, about 0.1 ns a key.
+///
+/// ```
+/// use pktvec_lookup::ipv4::{Lpm4, ReadPath, MISS};
+/// let lpm = Lpm4::new(Default::default());
+/// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+/// let mut out = [0; 2];
+/// for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+///     lpm.set_read_path(path);
+///     lpm.lookup_vector_raw(&[0x0a00_0001, 0x0b00_0001], &mut out, 256);
+///     assert_eq!(out, [1, MISS]);
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ReadPath {
+    /// Measure both on the traffic and read the cheaper, per thread.
+    #[default]
+    Auto = 0,
+    /// Always the compressed read path.
+    Compressed = 1,
+    /// Always the DIR-24-8 master.
+    Dir24 = 2,
+}
+
+/// Vectors in one period of [`ReadPath::Auto`]'s measurements.
+const AUTO_PERIOD: u32 = 2048;
+/// Vectors of a probe of the master (the first half warms up, the second is timed).
+const AUTO_PROBE_DIR24: u32 = 32;
+/// Vectors of a probe of the compressed path (the first half warms up, the second is timed).
+const AUTO_PROBE_COMPRESSED: u32 = 256;
+/// The master's prefetch distance on [`ReadPath::Dir24`] and `Auto`'s choice of it.
+const DIR24_DISTANCE: usize = 32;
+
+/// One thread's state of [`ReadPath::Auto`]: where it is in its period and how long that
+/// is, the cheapest timed vector of each path in this period (nanoseconds a key;
+/// `f64::MAX` = none yet) and the path it reads.
+struct AutoPath {
+    vectors: Cell<u32>,
+    period: Cell<u32>,
+    current: Cell<f64>,
+    other: Cell<f64>,
+    on_dir24: Cell<bool>,
+}
+
+impl Default for AutoPath {
+    fn default() -> Self {
+        AutoPath {
+            vectors: Cell::new(0),
+            period: Cell::new(AUTO_PERIOD),
+            current: Cell::new(f64::MAX),
+            other: Cell::new(f64::MAX),
+            on_dir24: Cell::new(false),
+        }
+    }
+}
+
+/// What [`AutoPath::next`] decides for one vector.
+#[derive(Clone, Copy)]
+struct AutoStep {
+    /// Read the master.
+    dir24: bool,
+    /// Time this vector (into the probe if `dir24` differs from the path in use).
+    timed: bool,
+}
+
+impl AutoPath {
+    /// The path for the next vector, and whether to time it: the probe's last 16
+    /// vectors, and every eighth vector of the current path among the period's last 128
+    /// (16 samples on each side, so that their minima compare alike). At the end of a
+    /// period, chooses the path for the next one.
+    fn next(&self) -> AutoStep {
+        let mut phase = self.vectors.get();
+        if phase >= self.period.get() {
+            self.choose();
+            phase = 0;
+        }
+        self.vectors.set(phase + 1);
+        let on = self.on_dir24.get();
+        let probe = if on {
+            AUTO_PROBE_COMPRESSED
+        } else {
+            AUTO_PROBE_DIR24
+        };
+        if phase < probe {
+            AutoStep {
+                dir24: !on,
+                timed: phase + 16 >= probe,
+            }
+        } else {
+            AutoStep {
+                dir24: on,
+                timed: phase + 128 >= self.period.get() && phase % 8 == 0,
+            }
+        }
+    }
+
+    /// Keeps the cheapest timed vector of each side.
+    fn record(&self, step: AutoStep, ns_per_key: f64) {
+        let side = if step.dir24 == self.on_dir24.get() {
+            &self.current
+        } else {
+            &self.other
+        };
+        side.set(side.get().min(ns_per_key));
+    }
+
+    /// The end of a period: to the master only when it is clearly cheaper; back as soon
+    /// as the compressed path (whose probe starts cold) is cheaper. While the master stays
+    /// cheaper, each period is twice as long as the one before (up to 8 times
+    /// [`AUTO_PERIOD`]), so the compressed probes cost less and less.
+    fn choose(&self) {
+        let (cur, other) = (self.current.get(), self.other.get());
+        if cur < f64::MAX && other < f64::MAX {
+            let on = self.on_dir24.get();
+            let switch = if on { other < cur } else { other < 0.85 * cur };
+            if switch {
+                self.on_dir24.set(!on);
+                self.period.set(AUTO_PERIOD);
+            } else if on {
+                self.period
+                    .set((self.period.get() * 2).min(8 * AUTO_PERIOD));
+            }
+        }
+        self.vectors.set(0);
+        self.current.set(f64::MAX);
+        self.other.set(f64::MAX);
+    }
+}
+
 /// Why an update was refused. The table is unchanged when an update fails.
 ///
 /// ```
@@ -273,6 +430,10 @@ pub struct Lpm4 {
     segments: Box<[OnceLock<Box<[AtomicU32; SEG_ENTRIES]>>]>,
     max_groups: u32,
     writer: Mutex<Writer>,
+    /// [`ReadPath`] as its `u8`.
+    read_path: AtomicU8,
+    /// Each thread's measurements for [`ReadPath::Auto`].
+    auto: ThreadLocal<AutoPath>,
 }
 
 impl std::fmt::Debug for Lpm4 {
@@ -312,15 +473,18 @@ impl Lpm4 {
             .div_ceil(GROUPS_PER_SEGMENT)
             * GROUPS_PER_SEGMENT;
         let n_seg = (max_groups / GROUPS_PER_SEGMENT) as usize;
-        // The master is edited by the writer only: no point in huge pages for it.
-        let (tbl24, _) = zeroed::<TBL24_LEN>(false);
-        let (fast, alloc, huge_advised) = Compressed::new(config.huge_pages);
+        // The master is a read path too (`ReadPath::Dir24`): huge pages as asked.
+        let (tbl24, master_huge) = zeroed::<TBL24_LEN>(config.huge_pages);
+        let (fast, alloc, fast_huge) = Compressed::new(config.huge_pages);
+        let huge_advised = master_huge || fast_huge;
         Lpm4 {
             fast,
             tbl24,
             huge_advised,
             segments: (0..n_seg).map(|_| OnceLock::new()).collect(),
             max_groups,
+            read_path: AtomicU8::new(ReadPath::Auto as u8),
+            auto: ThreadLocal::new(),
             writer: Mutex::new(Writer {
                 rules: (0..=32).map(|_| HashMap::new()).collect(),
                 n_rules: 0,
@@ -679,7 +843,68 @@ impl Lpm4 {
     /// assert_eq!(out, [2, 1, MISS]);
     /// ```
     pub fn lookup_vector_raw(&self, keys: &[u32], out: &mut [u32], b: usize) {
-        self.staged(keys, out, b, true);
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
+        match self.read_path() {
+            ReadPath::Compressed => self.staged(keys, out, b, true),
+            ReadPath::Dir24 => self.dir24_from(keys, 0, out, DIR24_DISTANCE, true),
+            ReadPath::Auto => {
+                let auto = self.auto.get_or(AutoPath::default);
+                let mut last_dir24 = false;
+                for (i, (kc, oc)) in keys.chunks(256).zip(out.chunks_mut(256)).enumerate() {
+                    let step = auto.next();
+                    let t0 = (step.timed && kc.len() >= 64).then(Instant::now);
+                    if step.dir24 {
+                        self.dir24_from(keys, i * 256, oc, DIR24_DISTANCE, !last_dir24);
+                    } else {
+                        self.staged(kc, oc, b, true);
+                    }
+                    last_dir24 = step.dir24;
+                    if let Some(t0) = t0 {
+                        let ns = t0.elapsed().as_nanos() as f64;
+                        auto.record(step, ns / kc.len() as f64);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets which structure the vector lookups read (see [`ReadPath`]); takes effect from
+    /// the next vector, also in other threads' lookups.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, ReadPath};
+    /// let lpm = Lpm4::new(Default::default());
+    /// assert_eq!(lpm.read_path(), ReadPath::Auto);
+    /// lpm.set_read_path(ReadPath::Compressed);
+    /// assert_eq!(lpm.read_path(), ReadPath::Compressed);
+    /// ```
+    pub fn set_read_path(&self, path: ReadPath) {
+        self.read_path.store(path as u8, Ordering::Relaxed);
+    }
+
+    /// The read path set by [`set_read_path`](Self::set_read_path) (`Auto` unless changed).
+    pub fn read_path(&self) -> ReadPath {
+        match self.read_path.load(Ordering::Relaxed) {
+            1 => ReadPath::Compressed,
+            2 => ReadPath::Dir24,
+            _ => ReadPath::Auto,
+        }
+    }
+
+    /// Which path [`ReadPath::Auto`] has this thread reading now: `Some(true)` for the
+    /// master, `Some(false)` for the compressed path, `None` before this thread's first
+    /// vector lookup. For tests and benchmarks that report the choice.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::Lpm4;
+    /// let lpm = Lpm4::new(Default::default());
+    /// assert_eq!(lpm.auto_reads_master(), None);
+    /// lpm.lookup_vector_raw(&[1], &mut [0], 256);
+    /// assert_eq!(lpm.auto_reads_master(), Some(false));
+    /// ```
+    pub fn auto_reads_master(&self) -> Option<bool> {
+        self.auto.get().map(|a| a.on_dir24.get())
     }
 
     /// [`lookup_vector_raw`](Self::lookup_vector_raw) without SIMD on any CPU (the
@@ -756,9 +981,10 @@ impl Lpm4 {
     }
 
     /// The DIR-24-8 master's own read path (64 MiB first level), software-pipelined with a
-    /// prefetch `d` keys ahead (`d` clamped to `1..=64`), [`MISS`] for no route. Not
-    /// what lookups use: kept to measure the compressed read path against (see
-    /// `docs/results/lookup-tables.md`). Processes `min(keys.len(), out.len())` keys.
+    /// prefetch `d` keys ahead (`d` clamped to `1..=64`), [`MISS`] for no route: what
+    /// [`lookup_vector_raw`](Self::lookup_vector_raw) reads on [`ReadPath::Dir24`] (with
+    /// `d` = 32), and where `Auto` finds it cheaper. Reads only atomic master entries, so
+    /// it needs no retry while an update runs. Processes `min(keys.len(), out.len())` keys.
     ///
     /// ```
     /// use pktvec_lookup::ipv4::{Lpm4, MISS};
@@ -770,15 +996,27 @@ impl Lpm4 {
     /// assert_eq!(out, [2, 1, MISS]);
     /// ```
     pub fn lookup_vector_dir24(&self, keys: &[u32], out: &mut [u32], d: usize) {
-        let d = d.clamp(1, 64);
         let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
+        self.dir24_from(&keys[..n], 0, &mut out[..n], d, true);
+    }
+
+    /// [`lookup_vector_dir24`](Self::lookup_vector_dir24) of `keys[start..start +
+    /// out.len()]` into `out`, prefetching `d` keys ahead into the rest of `keys` (so that
+    /// a run of chunks keeps its prefetches in flight across chunk boundaries); `head`:
+    /// also prefetch its own first `d` (no chunk before it did). `start + out.len() <=
+    /// keys.len()`.
+    #[inline]
+    fn dir24_from(&self, keys: &[u32], start: usize, out: &mut [u32], d: usize, head: bool) {
+        let d = d.clamp(1, 64);
         let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
-        for &k in keys.iter().take(d) {
-            prefetch_read(&tbl24[(k >> 8) as usize]);
+        let mine = &keys[start..start + out.len()];
+        if head {
+            for &k in mine.iter().take(d) {
+                prefetch_read(&tbl24[(k >> 8) as usize]);
+            }
         }
-        for (i, (&k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&ahead) = keys.get(i + d) {
+        for (i, (&k, o)) in mine.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = keys.get(start + i + d) {
                 prefetch_read(&tbl24[(ahead >> 8) as usize]);
             }
             let e = tbl24[(k >> 8) as usize].load(Ordering::Relaxed);
@@ -1076,5 +1314,97 @@ fn finish(e: u32) -> Option<u32> {
         Some(e & PAYLOAD)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `periods` periods of the chooser where a vector on the master costs `dir24`
+    /// and one on the compressed path `compressed` (ns a key); returns the share of
+    /// vectors read from the master and the path in use at the end.
+    fn run(auto: &AutoPath, periods: u32, compressed: f64, dir24: f64) -> (f64, bool) {
+        let mut on_master = 0u64;
+        let mut total = 0u64;
+        let mut done = 0;
+        while done < periods {
+            if auto.vectors.get() >= auto.period.get() {
+                done += 1;
+            }
+            let step = auto.next();
+            total += 1;
+            on_master += u64::from(step.dir24);
+            if step.timed {
+                auto.record(step, if step.dir24 { dir24 } else { compressed });
+            }
+        }
+        (on_master as f64 / total as f64, auto.on_dir24.get())
+    }
+
+    #[test]
+    fn auto_reads_the_cheaper_path_and_probes_the_other_less_over_time() {
+        let auto = AutoPath::default();
+        // Compressed cheaper: stays there; the master gets its 32-vector probes only.
+        let (share, master) = run(&auto, 4, 27.0, 39.0);
+        assert!(!master);
+        assert!((share - 32.0 / AUTO_PERIOD as f64).abs() < 1e-3, "{share}");
+        // Slightly cheaper master (within 15%): not worth a move.
+        assert!(!run(&auto, 3, 40.0, 36.0).1);
+        // Master clearly cheaper: moves after one period...
+        assert!(run(&auto, 1, 64.0, 39.0).1);
+        assert_eq!(auto.period.get(), AUTO_PERIOD);
+        // ...and the compressed probes thin out as the periods double (up to 8×).
+        let (share, master) = run(&auto, 6, 64.0, 39.0);
+        assert!(master);
+        assert_eq!(auto.period.get(), 8 * AUTO_PERIOD);
+        assert!(share > 0.9, "{share}");
+        // Compressed cheaper again: back after the current period, short periods again.
+        assert!(!run(&auto, 1, 27.0, 39.0).1);
+        assert_eq!(auto.period.get(), AUTO_PERIOD);
+    }
+
+    #[test]
+    fn auto_is_not_moved_by_one_slow_vector() {
+        // The minimum of 16 timed vectors a side: one interrupted vector does not count.
+        let auto = AutoPath::default();
+        let mut slow_once = true;
+        for _ in 0..3 * AUTO_PERIOD {
+            let step = auto.next();
+            if step.timed {
+                let mut c = if step.dir24 { 39.0 } else { 27.0 };
+                if !step.dir24 && slow_once {
+                    c = 1000.0;
+                    slow_once = false;
+                }
+                auto.record(step, c);
+            }
+        }
+        assert!(!auto.on_dir24.get());
+    }
+
+    #[test]
+    fn every_read_path_answers_alike_across_chunks() {
+        let lpm = Lpm4::new(Lpm4Config {
+            max_groups: 1024,
+            huge_pages: false,
+        });
+        lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
+        lpm.add([10, 1, 2, 128].into(), 25, 2).unwrap();
+        lpm.add([192, 168, 0, 0].into(), 16, 3).unwrap();
+        let keys: Vec<u32> = (0..5000u32)
+            .map(|i| i.wrapping_mul(0x9e37_79b9) ^ if i % 3 == 0 { 0x0a01_0280 } else { 0 })
+            .collect();
+        let expect: Vec<u32> = keys.iter().map(|&k| lpm.lookup_raw(k)).collect();
+        for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+            lpm.set_read_path(path);
+            // Enough calls for Auto to cross periods (and so switch paths mid-slice).
+            for _ in 0..200 {
+                let mut out = vec![0; keys.len()];
+                lpm.lookup_vector_raw(&keys, &mut out, 64);
+                assert_eq!(out, expect, "{path:?}");
+            }
+        }
+        assert!(lpm.auto_reads_master().is_some());
     }
 }

@@ -2,7 +2,9 @@
 //! adds/deletes/replaces, the real tables in `shared/data/routes/` when present, error
 //! cases, group reuse, and concurrent readers during updates.
 
-use pktvec_lookup::ipv4::{Lpm4, Lpm4Config, LpmError, MAX_NEXT_HOP, MISS, REUSE_QUARANTINE};
+use pktvec_lookup::ipv4::{
+    Lpm4, Lpm4Config, LpmError, ReadPath, MAX_NEXT_HOP, MISS, REUSE_QUARANTINE,
+};
 use pktvec_lookup::routes::{
     generate_ipv4, load_ipv4_file, random_ipv4_keys, random_keys_in, Route4, SplitMix64,
 };
@@ -101,11 +103,14 @@ fn check_all(lpm: &Lpm4, reference: &Reference, keys: &[u32]) -> Result<(), Stri
     if raw != expect_raw {
         return Err("lookup_bulk_raw differs".into());
     }
-    for b in [1usize, 5, 16, 20, 32, 64, 256, 999] {
-        let mut raw = vec![7u32; keys.len()];
-        lpm.lookup_vector_raw(keys, &mut raw, b);
-        if raw != expect_raw {
-            return Err(format!("lookup_vector_raw(b={b}) differs"));
+    for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+        lpm.set_read_path(path);
+        for b in [1usize, 5, 16, 20, 32, 64, 256, 999] {
+            let mut raw = vec![7u32; keys.len()];
+            lpm.lookup_vector_raw(keys, &mut raw, b);
+            if raw != expect_raw {
+                return Err(format!("lookup_vector_raw(b={b}) on {path:?} differs"));
+            }
         }
     }
     for d in [0usize, 1, 3, 16, 64, 1000] {
@@ -507,6 +512,13 @@ fn concurrent_readers_see_only_valid_answers() {
                         }
                         1 => lpm.lookup_bulk(&keys, &mut out),
                         3 => {
+                            // every read path, while updates run (the setting is the
+                            // table's, so other readers switch too)
+                            lpm.set_read_path(match round / 6 % 3 {
+                                0 => ReadPath::Compressed,
+                                1 => ReadPath::Dir24,
+                                _ => ReadPath::Auto,
+                            });
                             let mut raw = vec![0u32; keys.len()];
                             lpm.lookup_vector_raw(&keys, &mut raw, 16);
                             for (o, r) in out.iter_mut().zip(raw) {
