@@ -245,11 +245,22 @@ pub fn run(args: Args) -> Result<(), Error> {
         let [single, bulk, nopf, pf] = [col(0), col(1), col(2), col(3)];
         let rte_single = (!theirs.is_empty()).then(|| median(theirs.iter().map(|r| r.0).collect()));
         let rte_bulk = (!theirs.is_empty()).then(|| median(theirs.iter().map(|r| r.1).collect()));
+        // Each round's own ratio (vector + prefetch against the bulk function, timed
+        // seconds apart): how far the ratio moves within the sitting.
+        let mut paired: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| t.1 / o[3]).collect();
+        paired.sort_by(f64::total_cmp);
         println!();
         println!(
-            "{name}: pktvec single {single:.1}, lookup_bulk {bulk:.1}, vector-256 {nopf:.1}, vector-256 + prefetch {pf:.1}{} cycles/lookup",
+            "{name}: pktvec single {single:.1}, lookup_bulk {bulk:.1}, vector-256 {nopf:.1}, vector-256 + prefetch {pf:.1}{} cycles/lookup{}",
             match (rte_single, rte_bulk) {
                 (Some(a), Some(b)) => format!("; rte_lpm6_lookup {a:.1}, rte_lpm6_lookup_bulk_func {b:.1}"),
+                _ => String::new(),
+            },
+            match (paired.first(), paired.last()) {
+                (Some(lo), Some(hi)) => format!(
+                    "; per-round ratios {lo:.2}-{hi:.2}× (median {:.2}×)",
+                    paired[paired.len() / 2]
+                ),
                 _ => String::new(),
             }
         );
@@ -290,6 +301,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                 "pktvec [lookup, lookup_bulk, vector no prefetch, vector + prefetch]": ours,
                 "rte_lpm6 [lookup, lookup_bulk_func]": theirs,
             },
+            "round_ratios_vector_prefetch_vs_bulk": paired,
             "rte_lpm6_bytes": info("memory_bytes"),
             "rte_lpm6_bytes_per_route": info("memory_bytes").map(|b| b / t.len() as f64),
             "rte_lpm6_number_tbl8s": info("number_tbl8s"),

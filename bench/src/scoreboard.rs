@@ -356,7 +356,10 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
             )
         })
         .collect();
-    machines.dedup();
+    // Each machine once, in the order of the areas (a sitting on one host between two
+    // on another must not list the first host twice).
+    let mut seen = std::collections::HashSet::new();
+    machines.retain(|m| seen.insert(m.clone()));
     for m in machines {
         let _ = writeln!(s, "{m}");
     }
