@@ -236,12 +236,15 @@ pub enum PrefetchLevel {
 ///   placed table on a host whose core gets little of the L3), since it reads one line a
 ///   key where the compressed path reads two.
 /// * `Auto` (the default): each thread times both on its own traffic and reads the
-///   cheaper. In every period of 2,048 vectors of 256 keys it times 32 vectors on the
-///   path it is not using (on the master, 16 after a warm-up of 16; back on the compressed
-///   path, the last 128 of 256, so that their lines are cached again), and times every
-///   eighth vector of its current path. It moves to the master when the master costs
-///   less than 85% of the compressed path a key, and back when the compressed path costs
-///   less than the master. Timing uses `Instant`, about 0.1 ns a key.
+///   cheaper. A period of 2,048 vectors (of up to 256 keys) starts with a probe of the
+///   path not in use: 32 vectors of the master, or 256 of the compressed path (so that
+///   its lines are cached again), of which the last 16 are timed; 16 vectors of the path
+///   in use are timed at the period's end. The cheapest vector of each side (an
+///   interrupted one does not count) decides: to the master when it costs less than 85%
+///   of the compressed path a key, back as soon as the compressed path costs less. While
+///   the master stays cheaper each period is twice as long as the one before (up to
+///   16,384 vectors), so the compressed probes cost less and less. Vectors of fewer than
+///   64 keys are not timed. Timing uses `Instant`, about 0.1 ns a key.
 ///
 /// ```
 /// use pktvec_lookup::ipv4::{Lpm4, ReadPath, MISS};
@@ -819,8 +822,11 @@ impl Lpm4 {
         }
     }
 
-    /// Staged vector lookup, [`MISS`] for no route, in sub-batches of `b` keys (clamped to
-    /// `1..=256`): for each sub-batch, (1) read every key's directory entry and prefetch its
+    /// Vector lookup, [`MISS`] for no route, over the structure [`ReadPath`] picks (the
+    /// table's setting, [`ReadPath::Auto`] by default: per thread, the cheaper of the
+    /// compressed path and the DIR-24-8 master). On the compressed path it is a staged
+    /// lookup in sub-batches of `b` keys (clamped to `1..=256`; the master ignores `b`):
+    /// for each sub-batch, (1) read every key's directory entry and prefetch its
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
     /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
     /// stage (1) runs up to 256 keys ahead of the others (the whole vector), so that a
