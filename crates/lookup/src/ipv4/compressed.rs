@@ -160,6 +160,9 @@ fn zeroed_array<T: bytemuck::Zeroable, const N: usize>(huge: bool) -> (Box<[T; N
 /// the sub-batch `b` sets the grain of the ranking and value stages.
 pub(super) const AHEAD_MIN: usize = 256;
 
+/// How many keys the portable staged loop's value stage stays behind its ranking stage.
+const VALUES_BEHIND: usize = 64;
+
 /// Record lines a sub-batch may fetch before its prefetches go to L2 only: the threshold
 /// that separates the cases measured in `docs/results/lookup-tables.md` (L2 prefetches
 /// faster above it, slower or equal below).
@@ -695,9 +698,13 @@ impl Compressed {
         let ahead_by = b.max(AHEAD_MIN);
         let l2 = self.l2_prefetch(ahead_by);
         // Stage 1 runs `ahead_by` keys ahead, so that later sub-batches' record fetches
-        // are in flight while this one is ranked and resolved.
+        // are in flight while this one is ranked and resolved. Stage 3 runs at least
+        // VALUES_BEHIND keys behind stage 2 (as in the AVX-512 loop): a value read right
+        // after its key's rank would wait on the rank's record load, and with small
+        // sub-batches those waits fall inside one out-of-order window.
         let mut ahead = 0;
         let mut start = 0;
+        let mut resolved = 0;
         while start < n {
             let end = (start + b).min(n);
             let want = (end + ahead_by).min(n);
@@ -709,8 +716,16 @@ impl Compressed {
             for ((k, e), o) in kc.iter().zip(ec.iter()).zip(oc.iter_mut()) {
                 *o = self.stage_rank(*k, *e, l2);
             }
-            groups |= Self::stage_values(self, oc, ec);
             start = end;
+            let upto = if start == n {
+                n
+            } else {
+                start.saturating_sub(VALUES_BEHIND)
+            };
+            if upto > resolved {
+                groups |= Self::stage_values(self, &mut out[resolved..upto], &dir[resolved..upto]);
+                resolved = upto;
+            }
         }
         groups & GROUP != 0
     }
