@@ -11,9 +11,9 @@
 //!   the 2^k slots its prefixes fill (level compression), so dense regions of a real BGP table
 //!   are crossed in one step and sparse ones cost one cache line; a node is then widened
 //!   where the slots it adds save enough accesses below it (a node over an ISP's /32 that
-//!   reaches its /48s ends a level early for every key under them): on the real tier-1
-//!   table 2.17 lines a lookup after the first level instead of 2.57, for 17 MiB instead
-//!   of 10.
+//!   reaches its /48s ends a level early for every key under them). On the real tier-1
+//!   table a lookup then reads 2.01 lines after the first level instead of 2.57, for 33 MiB
+//!   instead of 10 (`rte_lpm6`: 113 MiB).
 //! * **Leaves** (path compression): a subtree that holds a single prefix is one 32-byte record
 //!   holding the whole prefix, its next hop and the answer to give if the key does not match
 //!   it. A chain of single-child trie nodes of any length costs one memory access.
@@ -26,11 +26,13 @@
 //! or none), set means "pointer" (to a node, a leaf or a skip record).
 //!
 //! Updates keep a control-plane copy of the routes (a `BTreeMap`) and rebuild the smallest
-//! subtree holding the changed prefix (the walk follows multibit nodes while the prefix lies
-//! under one child); a prefix of length ≤ 16 rebuilds the 2^(16-len) first-level slots it
-//! covers. Measured: median 0.6 µs (generated table) to 3 µs (real table), p99 up to ~0.5 ms
-//! in the densest parts of the real table. [`Lpm6::extend`] loads many routes and rebuilds
-//! each touched first-level slot once (tens of milliseconds for a full table). No input
+//! subtree holding the changed prefix: the walk follows multibit nodes while the prefix lies
+//! under one child, and where it ends inside a node the slots it spans are refilled in one
+//! pass over the routes below it; a prefix of length ≤ 16 rebuilds the 2^(16-len)
+//! first-level slots it covers. The route-updates benchmark times the changes of a real
+//! update stream (`docs/results/live-updates.md`); a change that grows the node array
+//! copies it (milliseconds, once per doubling). [`Lpm6::extend`] loads many routes and
+//! rebuilds each touched first-level slot once (tens of milliseconds for a full table). No input
 //! panics: invalid lengths, oversized next hops and mismatched slice lengths are
 //! [`Lpm6Error`]s.
 //!
@@ -86,9 +88,9 @@ const BUDGET: usize = 8;
 /// A node is then widened past that stride where its extra slots buy fewer accesses below
 /// it: one more line of slots (16) is worth [`GAIN_LINES`] fewer prefix-accesses (see
 /// `Lpm6::below_cost`)...
-const GAIN_LINES: u64 = 8;
+const GAIN_LINES: u64 = 32;
 /// ...up to WIDE_BUDGET slots per prefix below it.
-const WIDE_BUDGET: usize = 64;
+const WIDE_BUDGET: usize = 256;
 /// Shortest run of shared bits worth a skip record.
 const MIN_SKIP: u32 = 4;
 
@@ -277,11 +279,6 @@ fn mask(len: u32) -> u128 {
 fn chunk(key: u128, pos: u32, k: u32) -> usize {
     // pos + k <= 128 and k >= 1 by construction.
     ((key << pos) >> (128 - k)) as usize
-}
-
-#[inline(always)]
-fn final_entry(nh: Option<u32>) -> u32 {
-    nh.unwrap_or(NONE)
 }
 
 #[inline(always)]
@@ -540,16 +537,14 @@ impl Lpm6 {
                 d += k;
                 continue;
             }
-            let span = 1usize << (d + k - len);
-            for ci in c..c + span {
-                let block = (addr & mask(d)) | ((ci as u128) << (128 - d - k));
-                self.rebuild_at(Loc::Slot(base + ci), block, d + k)?;
-            }
+            self.rebuild_span(base, addr & mask(len), len, d, k)?;
             break;
         }
-        // A node left without pointers (its routes were deleted) is rebuilt from its parent,
-        // so emptied subtrees collapse and their memory returns to the free lists.
-        // A skip record left jumping to anything but a node (one route or none below it) is
+        // A node left with fewer than two routes below it (the rest were deleted) is
+        // rebuilt from its parent, so emptied subtrees collapse (into a leaf or an answer)
+        // and their memory returns to the free lists. (A node may hold no pointers and
+        // still be needed: a widened node holds its prefixes as expanded answers.) A skip
+        // record left jumping to anything but a node (one route or none below it) is
         // rebuilt from its own place the same way.
         while let Some((nloc, block, nd)) = path.pop() {
             let e = self.entry_at(nloc);
@@ -557,11 +552,12 @@ impl Lpm6 {
                 let child = self.recs[(e & REC_IDX) as usize].a;
                 child & PTR != 0 && child & REC == 0
             } else {
-                let k = ((e & !PTR) >> NODE_K_SHIFT) + MIN_STRIDE;
-                let first = (e & NODE_IDX) as usize;
-                self.lines[first..first + (1usize << (k - MIN_STRIDE))]
-                    .iter()
-                    .any(|l| l.0.iter().any(|&c| c & PTR != 0))
+                self.routes
+                    .range((block, 0)..=(block | !mask(nd), 128))
+                    .filter(|(&(_, l), _)| u32::from(l) > nd)
+                    .take(2)
+                    .count()
+                    == 2
             };
             if keep {
                 break;
@@ -585,22 +581,83 @@ impl Lpm6 {
         self.rebuild_at(Loc::Root(slot), base, ROOT_BITS)
     }
 
-    /// Rebuilds the subtree at `loc`, which covers the `d`-bit block starting at `block`,
-    /// from the control-plane routes.
-    fn rebuild_at(&mut self, loc: Loc, block: u128, d: u32) -> Result<(), Lpm6Error> {
-        let old = self.entry_at(loc);
-        self.free_entry(old);
-        // Longest route of length <= d covering the block.
-        let mut fallback = None;
+    /// The entry for "no route longer than `d` bits matches": the next hop of the longest
+    /// route of length ≤ `d` covering `block`, or none.
+    fn fallback(&self, block: u128, d: u32) -> u32 {
         for l in (0..=d).rev() {
             if self.per_len[l as usize] == 0 {
                 continue;
             }
             if let Some(&nh) = self.routes.get(&(block & mask(l), l as u8)) {
-                fallback = Some(nh);
-                break;
+                return nh;
             }
         }
+        NONE
+    }
+
+    /// Rebuilds the slots of the node at line `base`/16 (stride `k`, at bit `d`) that route
+    /// `addr/len` spans (`d` < `len` ≤ `d + k`): one pass over the routes inside it, as
+    /// [`build_node`](Self::build_node) fills a whole node, so a short prefix in a wide node
+    /// costs its slots, not one route-map search per slot.
+    fn rebuild_span(
+        &mut self,
+        base: usize,
+        addr: u128,
+        len: u32,
+        d: u32,
+        k: u32,
+    ) -> Result<(), Lpm6Error> {
+        let c = chunk(addr, d, k);
+        let span = 1usize << (d + k - len);
+        for slot in base + c..base + c + span {
+            let old = self.lines[slot >> 4].0[slot & 15];
+            self.free_entry(old);
+        }
+        let fb = self.fallback(addr, len);
+        let q: Vec<P> = self
+            .routes
+            .range((addr, 0)..=(addr | !mask(len), 128))
+            .filter(|(&(_, l), _)| u32::from(l) > len)
+            .map(|(&(addr, len), &nh)| P {
+                addr,
+                len: u32::from(len),
+                nh,
+            })
+            .collect();
+        // Routes ending inside the node are expanded over their slots, shorter first.
+        let mut child_fb = vec![fb; span];
+        let mut short: Vec<P> = q.iter().copied().filter(|p| p.len <= d + k).collect();
+        short.sort_by_key(|p| p.len);
+        for p in &short {
+            let lo = chunk(p.addr, d, k) - c;
+            let n = 1usize << (d + k - p.len);
+            child_fb[lo..lo + n].iter_mut().for_each(|e| *e = p.nh);
+        }
+        // Longer routes, grouped by slot (they are in address order).
+        let long: Vec<P> = q.into_iter().filter(|p| p.len > d + k).collect();
+        let mut i = 0;
+        for (j, &cfb) in child_fb.iter().enumerate() {
+            let start = i;
+            while i < long.len() && chunk(long[i].addr, d, k) == c + j {
+                i += 1;
+            }
+            let e = if start == i {
+                cfb
+            } else {
+                self.build(&long[start..i], d + k, cfb)?
+            };
+            let slot = base + c + j;
+            self.lines[slot >> 4].0[slot & 15] = e;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the subtree at `loc`, which covers the `d`-bit block starting at `block`,
+    /// from the control-plane routes.
+    fn rebuild_at(&mut self, loc: Loc, block: u128, d: u32) -> Result<(), Lpm6Error> {
+        let old = self.entry_at(loc);
+        self.free_entry(old);
+        let fallback = self.fallback(block, d);
         let top = block | !mask(d);
         let q: Vec<P> = self
             .routes
@@ -612,7 +669,7 @@ impl Lpm6 {
                 nh,
             })
             .collect();
-        let e = self.build(&q, d, final_entry(fallback))?;
+        let e = self.build(&q, d, fallback)?;
         match loc {
             Loc::Root(i) => self.root[i] = e,
             Loc::Slot(i) => self.lines[i >> 4].0[i & 15] = e,
@@ -1187,6 +1244,54 @@ mod tests {
         );
         let s = t.stats();
         assert_eq!((s.skips, s.leaves), (1, 0), "{s:?}");
+    }
+
+    #[test]
+    fn changes_inside_a_widened_node_answer_as_a_fresh_build() {
+        // Routes of /33../47 inside a node widened to /48 span many of its slots: each
+        // change rebuilds those slots in one pass (`rebuild_span`); the answers must be
+        // those of a table built from scratch, and deleting everything must free it all.
+        let mut rng = crate::routes::SplitMix64::new(9);
+        let base = 0x2001_0db8u128 << 96;
+        let mut routes: BTreeMap<(u128, u8), u32> = BTreeMap::new();
+        routes.insert((base, 32), 1);
+        while routes.len() < 1101 {
+            let sub = rng.below(1 << 16) as u128;
+            routes.insert((base | sub << 80, 48), 2 + routes.len() as u32);
+        }
+        let list = |r: &BTreeMap<(u128, u8), u32>| -> Vec<(u128, u8, u32)> {
+            r.iter().map(|(&(a, l), &nh)| (a, l, nh)).collect()
+        };
+        let mut t = Lpm6::from_routes(list(&routes)).unwrap();
+        let keys: Vec<u128> = (0..2000)
+            .map(|_| base | (rng.next_u64() as u128) << 32 | rng.below(1 << 20) as u128)
+            .collect();
+        for step in 0..300u32 {
+            let len = 33 + rng.below(16) as u8;
+            let addr = (base | (rng.next_u64() as u128) << 32) & mask(u32::from(len));
+            let existing: Vec<(u128, u8)> = routes.keys().copied().collect();
+            if step % 3 == 2 {
+                let (a, l) = existing[rng.below(existing.len() as u64) as usize];
+                assert_eq!(t.delete(a, l).unwrap(), routes.remove(&(a, l)));
+            } else {
+                t.add(addr, len, 5000 + step).unwrap();
+                routes.insert((addr, len), 5000 + step);
+            }
+            if step % 25 == 0 || step == 299 {
+                let fresh = Lpm6::from_routes(list(&routes)).unwrap();
+                for &k in &keys {
+                    assert_eq!(t.lookup(k), fresh.lookup(k), "step {step} key {k:x}");
+                }
+            }
+        }
+        for (a, l) in routes.keys().copied().collect::<Vec<_>>() {
+            t.delete(a, l).unwrap();
+        }
+        let s = t.stats();
+        assert_eq!(
+            (s.routes, s.nodes, s.leaves, s.skips, s.node_lines),
+            (0, 0, 0, 0, 0)
+        );
     }
 
     #[test]
