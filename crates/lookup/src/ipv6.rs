@@ -969,7 +969,14 @@ impl Lpm6 {
             Step::Done(decode_final(e))
         } else if e & REC == 0 {
             let k = ((e & !PTR) >> NODE_K_SHIFT) + MIN_STRIDE;
-            Step::Next((e & NODE_IDX) * 16 + chunk(key, d, k) as u32, d + k)
+            // Real prefixes are nearly all within the first 64 bits: take the chunk from
+            // the key's upper half there (two shifts instead of a 128-bit pair).
+            let c = if d + k <= 64 {
+                (((key >> 64) as u64) << d >> (64 - k)) as u32
+            } else {
+                chunk(key, d, k) as u32
+            };
+            Step::Next((e & NODE_IDX) * 16 + c, d + k)
         } else {
             Step::Next(e, d)
         }
@@ -983,7 +990,8 @@ impl Lpm6 {
             return self.advance(key, e, d);
         }
         let r = &self.recs[(p & REC_IDX) as usize];
-        let hit = (key ^ r.addr) & mask(r.len as u32) == 0;
+        // A record's length is at least ROOT_BITS + 1, so the shift is below 128.
+        let hit = (key ^ r.addr) >> ((128 - u32::from(r.len)) & 127) == 0;
         if p & SKIP == 0 {
             Step::Done(decode_final(if hit { r.a } else { r.b }))
         } else if hit {
@@ -1124,7 +1132,8 @@ impl Lpm6 {
         while na > 0 {
             let mut w = 0;
             for j in 0..na {
-                let i = act[j] as usize;
+                // (The masks are no-ops that spare the bounds checks: na, w ≤ VECTOR_MAX.)
+                let i = act[j & (VECTOR_MAX - 1)] as usize & (VECTOR_MAX - 1);
                 match self.load(key[i], pend[i], dep[i]) {
                     Step::Done(r) => out[i] = r,
                     Step::Next(p, d) => {
@@ -1133,7 +1142,7 @@ impl Lpm6 {
                         }
                         pend[i] = p;
                         dep[i] = d;
-                        act[w] = i as u16;
+                        act[w & (VECTOR_MAX - 1)] = i as u16;
                         w += 1;
                     }
                 }
