@@ -282,6 +282,17 @@ fn chunk(key: u128, pos: u32, k: u32) -> usize {
     ((key << pos) >> (128 - k)) as usize
 }
 
+/// Cache lines of slots in a node of stride `k`.
+fn node_lines(k: u32) -> u64 {
+    ((1u64 << k) / 16).max(1)
+}
+
+/// Whether a node at bit `pos` may have stride `k`: it may not stop 1–3 bits short of bit
+/// 128, so every node below can again index at least [`MIN_STRIDE`] bits.
+fn stride_fits(pos: u32, k: u32) -> bool {
+    pos + k <= 128 - MIN_STRIDE || pos + k == 128
+}
+
 #[inline(always)]
 fn decode_final(e: u32) -> Option<u32> {
     if e == NONE {
@@ -796,16 +807,14 @@ impl Lpm6 {
     /// the node there (in slot lines + [`GAIN_LINES`] × accesses, as
     /// [`choose_stride`](Self::choose_stride) counts them); `None` keeps the skip.
     fn direct_stride(q: &[P], d: u32, split: u32) -> Option<u32> {
-        let lines = |k: u32| ((1u64 << k) / 16).max(1);
         let rest: Vec<P> = q.iter().copied().filter(|p| p.len > split).collect();
         let k1 = Self::choose_stride(&rest, split);
         let skip =
-            1 + lines(k1) + GAIN_LINES * (q.len() as u64 + Self::below_cost(&rest, split, k1));
+            1 + node_lines(k1) + GAIN_LINES * (q.len() as u64 + Self::below_cost(&rest, split, k1));
         let kmax = MAX_STRIDE.min(128 - d);
-        let valid = |k: u32| d + k <= 128 - MIN_STRIDE || d + k == 128;
         (split - d + 1..=kmax)
-            .filter(|&k| valid(k) && 1usize << k <= q.len().saturating_mul(WIDE_BUDGET))
-            .map(|k| (lines(k) + GAIN_LINES * Self::below_cost(q, d, k), k))
+            .filter(|&k| stride_fits(d, k) && 1usize << k <= q.len().saturating_mul(WIDE_BUDGET))
+            .map(|k| (node_lines(k) + GAIN_LINES * Self::below_cost(q, d, k), k))
             .filter(|&(c, _)| c < skip)
             .min()
             .map(|(_, k)| k)
@@ -872,7 +881,7 @@ impl Lpm6 {
     /// always holds).
     fn choose_stride(q: &[P], pos: u32) -> u32 {
         let kmax = MAX_STRIDE.min(128 - pos);
-        let valid = |k: u32| pos + k <= 128 - MIN_STRIDE || pos + k == 128;
+        let valid = |k: u32| stride_fits(pos, k);
         let mut best = (MIN_STRIDE..=kmax).find(|&k| valid(k)).unwrap_or(kmax);
         for k in MIN_STRIDE..=kmax {
             if !valid(k) {
@@ -894,7 +903,7 @@ impl Lpm6 {
         // Widen where the lines it adds save enough accesses: in a real table's dense
         // regions a node that reaches the prefixes' own lengths (/32, /48) ends a level
         // early for every key below it.
-        let cost = |k: u32| ((1u64 << k) / 16).max(1) + GAIN_LINES * Self::below_cost(q, pos, k);
+        let cost = |k: u32| node_lines(k) + GAIN_LINES * Self::below_cost(q, pos, k);
         let mut best_cost = cost(best);
         for k in best + 1..=kmax {
             if !valid(k) || 1usize << k > q.len().saturating_mul(WIDE_BUDGET) {
