@@ -18,7 +18,7 @@
 //! The cache sizes the kernel reports (sysfs) are printed beside them.
 
 use pktvec::graph::clock;
-use pktvec::packet::mem::advise_hugepages;
+use pktvec::packet::mem::{advise_hugepages, collapse_hugepages};
 use pktvec::perf::shuffled;
 use serde::Serialize;
 
@@ -83,13 +83,17 @@ fn sizes(max_kib: usize) -> Vec<usize> {
     v
 }
 
-/// `n` zeroed words, advised for huge pages before the first touch when `huge`.
+/// `n` zeroed words, on huge pages when `huge`: advised before the first touch, and
+/// collapsed after it (the allocator may reuse pages already faulted in as 4 KiB pages).
 fn buffer(n: usize, huge: bool) -> Vec<u64> {
     let mut v: Vec<u64> = Vec::with_capacity(n);
     if huge {
         advise_hugepages(v.spare_capacity_mut());
     }
     v.resize(n, 0);
+    if huge {
+        collapse_hugepages(&v);
+    }
     v
 }
 

@@ -1,8 +1,9 @@
 //! Software prefetch hints.
 //!
 //! A prefetch is only a hint: it never faults, whatever the address, and never changes
-//! what a program computes. These helpers take references, so the address is always that
-//! of a live object; on targets without a prefetch instruction they do nothing.
+//! what a program computes. These helpers take references or slices, so the address is
+//! that of a live object ([`prefetch_index`] may also point past its slice, harmlessly);
+//! on targets without a prefetch instruction they do nothing.
 //!
 //! ```
 //! let table = vec![0u64; 1024];
@@ -46,6 +47,22 @@ pub fn prefetch_read_l2<T>(value: &T) {
     {
         let _ = p;
     }
+}
+
+/// Hints the CPU to bring the cache line of `items[i]` into all cache levels, with no
+/// bounds check: for a lookup's hot loop, where the index comes from the table itself and
+/// a checked `prefetch_read(&items[i])` would add a compare and a branch per key. An `i`
+/// beyond the slice prefetches some other address, which is harmless (a prefetch never
+/// faults and is never read back).
+///
+/// ```
+/// let table = vec![0u32; 1 << 20];
+/// pktvec_packet::prefetch::prefetch_index(&table, 123_456);
+/// pktvec_packet::prefetch::prefetch_index(&table, usize::MAX); // out of bounds: a no-op hint
+/// ```
+#[inline(always)]
+pub fn prefetch_index<T>(items: &[T], i: usize) {
+    prefetch_ptr(items.as_ptr().wrapping_add(i).cast::<u8>());
 }
 
 /// Hints the CPU to bring the first cache line of `bytes` into all cache levels.
