@@ -31,14 +31,16 @@ pub const HUGE_PAGE: usize = 2 << 20;
 /// assert!(!pktvec_packet::mem::advise_hugepages(&[0u8; 64]));
 /// ```
 pub fn advise_hugepages<T>(s: &[T]) -> bool {
+    aligned_interior(s).is_some_and(|(lo, len)| madvise_hugepage(lo, len))
+}
+
+/// The 2 MiB-aligned part of `s`'s bytes as (start address, length), if it has one.
+fn aligned_interior<T>(s: &[T]) -> Option<(usize, usize)> {
     let start = s.as_ptr() as usize;
     let end = start.saturating_add(std::mem::size_of_val(s));
     let lo = start.next_multiple_of(HUGE_PAGE);
     let hi = end - end % HUGE_PAGE;
-    if hi <= lo {
-        return false;
-    }
-    madvise_hugepage(lo, hi - lo)
+    (hi > lo).then(|| (lo, hi - lo))
 }
 
 /// Backs the 2 MiB-aligned interior of `s` with transparent huge pages now, also where it
@@ -58,14 +60,8 @@ pub fn advise_hugepages<T>(s: &[T]) -> bool {
 /// # let _ = huge;
 /// ```
 pub fn collapse_hugepages<T>(s: &[T]) -> bool {
-    let start = s.as_ptr() as usize;
-    let end = start.saturating_add(std::mem::size_of_val(s));
-    let lo = start.next_multiple_of(HUGE_PAGE);
-    let hi = end - end % HUGE_PAGE;
-    if hi <= lo {
-        return false;
-    }
-    madvise_hugepage(lo, hi - lo) && madvise_collapse(lo, hi - lo)
+    aligned_interior(s)
+        .is_some_and(|(lo, len)| madvise_hugepage(lo, len) && madvise_collapse(lo, len))
 }
 
 /// `MADV_COLLAPSE` (Linux 6.1, `include/uapi/asm-generic/mman-common.h`), spelled out
