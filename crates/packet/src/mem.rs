@@ -155,6 +155,28 @@ mod tests {
         }
     }
 
+    /// `AnonHugePages` (KiB) of the mapping that holds `addr`, from `/proc/self/smaps`.
+    fn huge_kib_of_mapping(addr: usize) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(v) = line.strip_prefix("AnonHugePages:") {
+                    return v.trim().trim_end_matches("kB").trim().parse().ok();
+                }
+            }
+        }
+        None
+    }
+
     #[test]
     fn written_memory_is_collapsed_and_keeps_its_contents() {
         assert!(!collapse_hugepages::<u64>(&[]));
@@ -163,19 +185,17 @@ mod tests {
         let v: Vec<u64> = (0..LEN as u64 / 8)
             .map(|i| i.wrapping_mul(0x9e37_79b9))
             .collect();
-        let before = anon_huge_pages_kib();
         let collapsed = collapse_hugepages(&v);
         assert!(v
             .iter()
             .enumerate()
             .all(|(i, &x)| x == (i as u64).wrapping_mul(0x9e37_79b9)));
         if collapsed {
-            // Other tests may free huge pages meanwhile: 4 MiB of growth shows ours.
-            if let (Some(before), Some(after)) = (before, anon_huge_pages_kib()) {
-                assert!(
-                    after >= before + 4 * 1024,
-                    "AnonHugePages {before} -> {after} KiB"
-                );
+            // The mapping holding `v` now has its aligned interior on huge pages (other
+            // tests' allocations may add more, never less while `v` lives).
+            let (lo, len) = aligned_interior(&v).expect("16 MiB has an aligned interior");
+            if let Some(kib) = huge_kib_of_mapping(lo) {
+                assert!(kib >= (len / 1024) as u64, "{kib} KiB huge in the mapping");
             }
         }
     }
