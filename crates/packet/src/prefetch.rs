@@ -112,6 +112,11 @@ mod tests {
         for x in v.iter().step_by(16) {
             prefetch_read_l2(x);
         }
+        // Unchecked indices, in and far out of bounds: hints only, never a fault.
+        for i in [0, 4095, 4096, 1 << 40, usize::MAX] {
+            prefetch_index(&v, i);
+        }
+        prefetch_index::<u32>(&[], 7);
         // Values are unchanged by prefetching.
         assert_eq!(v.iter().map(|&x| x as u64).sum::<u64>(), 4095 * 4096 / 2);
         assert_eq!(bytes, [1, 1, 1]);
