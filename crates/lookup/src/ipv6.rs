@@ -1166,6 +1166,8 @@ impl Lpm6 {
             for j in 0..na {
                 let i = usize::from(act[j & (VECTOR_MAX - 1)]);
                 let (p, d) = (st[i] as u32, (st[i] >> 32) as u32);
+                // `load` spelled out: through the call the loop ran 148 instructions a
+                // tier1 lookup instead of 142 (callgrind).
                 let step = if p & PTR == 0 {
                     self.advance(key[i], flat[p as usize], d)
                 } else {
