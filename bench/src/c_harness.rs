@@ -189,8 +189,15 @@ impl Served {
 
     /// One timing round: the lines it printed before `end`, split into fields.
     pub fn round(&mut self) -> Result<Vec<Vec<String>>, Error> {
+        self.command("run")
+    }
+
+    /// Sends the line `cmd` and returns the lines it printed before `end`, split into
+    /// fields.
+    pub fn command(&mut self, cmd: &str) -> Result<Vec<Vec<String>>, Error> {
         let stdin = self.child.stdin.as_mut().ok_or("harness: no stdin")?;
-        stdin.write_all(b"run\n")?;
+        stdin.write_all(cmd.as_bytes())?;
+        stdin.write_all(b"\n")?;
         stdin.flush()?;
         let mut lines = Vec::new();
         loop {

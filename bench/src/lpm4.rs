@@ -5,7 +5,11 @@
 //! Per table, rte_lpm is built once by its harness (in `serve` mode), then `--rounds`
 //! rounds alternate: every pktvec method (`--reps` passes, each after an untimed warm-up),
 //! then every rte_lpm method (`--reps` passes). A round's figure is a method's best pass;
-//! the reported figure is the median over the rounds. Every method of both libraries
+//! the reported figure is the median over the rounds. The headline's vector rows come from
+//! `--pairs` pairs of single passes after the rounds, pktvec's default vector lookup and
+//! rte_lpm_lookup_bulk back to back (a round's two sides are a second or more apart, and
+//! this host's memory can change speed in between): each side's median over the pairs,
+//! and the median of the pairs' ratios. Every method of both libraries
 //! answers every key; the answers are folded into an FNV-1a checksum (a miss counted as
 //! 0xffffffff) and the run fails if any two disagree. Next hops are cut to 24 bits on both
 //! sides (rte_lpm's width).
@@ -56,6 +60,12 @@ pub struct Args {
     /// [default: 5; --quick: 1]
     #[arg(long)]
     rounds: Option<usize>,
+    /// Pairs of single passes per table and sub-batch (b = 256 and 16), pktvec's default
+    /// read path and rte_lpm_lookup_bulk back to back, which of the two goes first
+    /// alternating: the headline ratio is the median of the pairs' ratios [default: 15;
+    /// --quick: 3]
+    #[arg(long)]
+    pairs: Option<usize>,
     /// Skip DPDK: time pktvec only (no ratio rows)
     #[arg(long)]
     no_dpdk: bool,
@@ -264,6 +274,88 @@ fn pktvec_round(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<(String, f64, u64)
         .collect()
 }
 
+/// The pairs of one table and sub-batch: each side's median cycles a lookup, the median
+/// and quartiles of the pairs' ratios (rte_lpm's cycles / pktvec's), and every pass.
+struct Paired {
+    ours: f64,
+    theirs: f64,
+    ratio: f64,
+    ratio_q1: f64,
+    ratio_q3: f64,
+    ours_all: Vec<f64>,
+    theirs_all: Vec<f64>,
+}
+
+/// `n` pairs of one timed pass each, each after an untimed one: pktvec's
+/// `lookup_vector_raw` with sub-batch `b` on its default read path, and
+/// rte_lpm_lookup_bulk in the served harness, pktvec first in even pairs. Fails if a pass
+/// answers differently from the first.
+fn paired(lpm: &Lpm4, keys: &[u32], b: usize, n: usize, s: &mut Served) -> Result<Paired, Error> {
+    let mut raw = vec![0u32; keys.len()];
+    let mut ours_sum = None;
+    let mut theirs_sum = None;
+    let mut ours_pass = |raw: &mut [u32]| -> Result<f64, Error> {
+        let pass = |raw: &mut [u32]| {
+            for (k, r) in keys.chunks(VEC).zip(raw.chunks_mut(VEC)) {
+                lpm.lookup_vector_raw(k, r, b);
+            }
+        };
+        // Untimed first (the other side's pass may have evicted the read path's lines).
+        pass(raw);
+        let t0 = clock::now();
+        pass(raw);
+        let c = (clock::now() - t0) as f64 / keys.len() as f64;
+        let out: Vec<Option<u32>> = raw.iter().map(|&r| (r != MISS).then_some(r)).collect();
+        let sum = fnv(&out);
+        if *ours_sum.get_or_insert(sum) != sum {
+            return Err("lookup_vector_raw: answers differ between pairs".into());
+        }
+        Ok(c)
+    };
+    let mut theirs_pass = |s: &mut Served| -> Result<f64, Error> {
+        for f in s.command("bulk")? {
+            if let [r, _, cyc, sum] = f.as_slice() {
+                if r == "result" {
+                    let sum = u64::from_str_radix(sum, 16)?;
+                    if *theirs_sum.get_or_insert(sum) != sum {
+                        return Err("rte_lpm_lookup_bulk: answers differ between pairs".into());
+                    }
+                    return Ok(cyc.parse()?);
+                }
+            }
+        }
+        Err("lpm4_bench: no result for bulk".into())
+    };
+    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let (o, t) = if i % 2 == 0 {
+            let o = ours_pass(&mut raw)?;
+            (o, theirs_pass(s)?)
+        } else {
+            let t = theirs_pass(s)?;
+            (ours_pass(&mut raw)?, t)
+        };
+        ours_all.push(o);
+        theirs_all.push(t);
+        ratios.push(t / o);
+    }
+    if ours_sum != theirs_sum {
+        return Err("pairs: pktvec and rte_lpm answer differently".into());
+    }
+    let mut sorted = ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+    Ok(Paired {
+        ours: median(ours_all.clone()),
+        theirs: median(theirs_all.clone()),
+        ratio: median(ratios),
+        ratio_q1: q(0.25),
+        ratio_q3: q(0.75),
+        ours_all,
+        theirs_all,
+    })
+}
+
 /// One measured method over all rounds.
 struct Series {
     library: &'static str,
@@ -354,6 +446,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let n_keys = (n_keys - n_keys % VEC).max(VEC);
     let reps = pick(args.reps, 3, 2).max(1);
     let rounds = pick(args.rounds, 5, 1).max(1);
+    let n_pairs = pick(args.pairs, 15, 3).max(1);
 
     let sitting = Sitting::begin(
         "lpm4",
@@ -481,6 +574,20 @@ pub fn run(args: Args) -> Result<(), Error> {
                 add_round(&mut all, "rte_lpm", theirs);
             }
         }
+        // Pairs of single passes, back to back: the host's state (how fast its memory
+        // answers; it can move either side's figure by half between rounds seconds
+        // apart) is nearly the same for both passes of a pair.
+        let mut pairs = Vec::new();
+        if let Some(s) = served.as_mut() {
+            for b in [256usize, 16] {
+                let p = paired(&lpm, &keys, b, n_pairs, s)?;
+                eprintln!(
+                    "{case}: b={b}: {n_pairs} pairs, rte_lpm_lookup_bulk / pktvec median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_lpm {:.1} cycles",
+                    p.ratio, p.ratio_q1, p.ratio_q3, p.ours, p.theirs
+                );
+                pairs.push((b, p));
+            }
+        }
         drop(served);
         c_harness::remove_eal_dir("lpm4");
         let want = all[0].checksum;
@@ -496,23 +603,20 @@ pub fn run(args: Args) -> Result<(), Error> {
                 .find(|s| s.library == lib && s.method == m)
                 .map(Series::median)
         };
-        let ours_vec = get("pktvec", "lookup_vector_raw b=256 [THP]").unwrap_or(f64::NAN);
-        let ours_b16 = get("pktvec", "lookup_vector_raw b=16 [THP]").unwrap_or(f64::NAN);
         let ours_single = get("pktvec", "single lookup() [THP]").unwrap_or(f64::NAN);
-        if let Some(bulk) = get("rte_lpm", "rte_lpm_lookup_bulk") {
-            // b = 256 (a whole vector) and b = 16 (the graph's default sub-batch).
-            for (b, ours) in [(256, ours_vec), (16, ours_b16)] {
-                headline.push(
-                    Headline::cost(
-                        &format!("{case}: vector b={b}"),
-                        "cycles/lookup",
-                        ours,
-                        "rte_lpm_lookup_bulk",
-                        bulk,
-                    )
-                    .target(2.0),
-                );
-            }
+        // b = 256 (a whole vector) and b = 16 (the graph's default sub-batch): each side's
+        // median over the pairs, and the median of the pairs' ratios.
+        for (b, p) in &pairs {
+            let mut h = Headline::cost(
+                &format!("{case}: vector b={b}"),
+                "cycles/lookup",
+                p.ours,
+                "rte_lpm_lookup_bulk",
+                p.theirs,
+            )
+            .target(2.0);
+            h.ratio = p.ratio;
+            headline.push(h);
         }
         if let Some(single) = get("rte_lpm", "rte_lpm_lookup") {
             headline.push(Headline::cost(
@@ -567,6 +671,16 @@ pub fn run(args: Args) -> Result<(), Error> {
             "quarters": quarters,
             "loadavg": loadavg,
             "checksum": format!("{want:016x}"),
+            "pairs": pairs.iter().map(|(b, p)| json!({
+                "b": b,
+                "pktvec_median": p.ours,
+                "rte_lpm_lookup_bulk_median": p.theirs,
+                "ratio_median": p.ratio,
+                "ratio_q1": p.ratio_q1,
+                "ratio_q3": p.ratio_q3,
+                "pktvec": p.ours_all,
+                "rte_lpm_lookup_bulk": p.theirs_all,
+            })).collect::<Vec<_>>(),
             "rows": all.iter().map(|s| json!({
                 "library": s.library,
                 "method": s.method,
@@ -593,7 +707,8 @@ pub fn run(args: Args) -> Result<(), Error> {
         "rounds": rounds,
         "vector": VEC,
         "dpdk": harness.is_some(),
-        "note": "cycles per lookup: per round the best of `reps` passes, median over rounds; [THP] = Lpm4Config::huge_pages true (default), [4 KiB] = false; rte_lpm on EAL --no-huge",
+        "pairs": n_pairs,
+        "note": "rows: cycles per lookup, per round the best of `reps` passes, median over rounds; [THP] = Lpm4Config::huge_pages true (default), [4 KiB] = false; rte_lpm on EAL --no-huge. pairs (the headline): single passes of lookup_vector_raw (default read path, THP) and rte_lpm_lookup_bulk back to back, the first of a pair alternating; medians of each side and of the pairs' ratios",
         "tables": detail_tables,
     });
     sitting.finish(headline, detail)?;
