@@ -8,7 +8,10 @@
 //! the table. Per size, pktvec's variants run interleaved, `--reps` passes (median); then the
 //! harness builds rte_hash with the same keys and times `rte_hash_lookup_bulk_data` in
 //! bursts of `--burst` over each half-vector and `rte_hash_lookup_data` per key, `--reps`
-//! passes each (median). Unit: TSC cycles of the pass / lookups.
+//! passes each (median). The headline comes after: `--pairs` pairs of single passes,
+//! pktvec's `lookup_bulk` and `rte_hash_lookup_bulk_data` back to back (the harness serves
+//! one pass at a time), each side's median and the median of the pairs' ratios. Unit: TSC
+//! cycles of the pass / lookups.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -20,7 +23,7 @@ use pktvec::lookup::hash::{HashTable, MacTable};
 use pktvec::packet::wire::MacAddr;
 use serde_json::json;
 
-use crate::c_harness::{self, median, Error, Scratch};
+use crate::c_harness::{self, median, Error, Scratch, Served};
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Sub-batches of `lookup_bulk_sub` measured besides `lookup_bulk` (b = 256).
@@ -47,6 +50,11 @@ pub struct Args {
     /// rte_hash_lookup_bulk_data burst, 1..=64
     #[arg(long, default_value_t = 64)]
     burst: usize,
+    /// Pairs of single passes per size (each after an untimed one), pktvec's `lookup_bulk`
+    /// and rte_hash_lookup_bulk_data back to back, which of the two goes first alternating:
+    /// the headline ratio is the median of the pairs' ratios [default: 15; --quick: 3]
+    #[arg(long)]
+    pairs: Option<usize>,
     /// Skip DPDK: time pktvec only (no ratio rows)
     #[arg(long)]
     no_dpdk: bool,
@@ -190,7 +198,11 @@ struct Ours {
     build_ns_per_insert: f64,
 }
 
-fn measure_pktvec(keys: &[MacAddr], seq: &[MacAddr], reps: usize) -> Result<Ours, Error> {
+fn measure_pktvec(
+    keys: &[MacAddr],
+    seq: &[MacAddr],
+    reps: usize,
+) -> Result<(Ours, MacTable), Error> {
     let n = keys.len();
     let mut t: MacTable = HashTable::new(n)?;
     let t0 = Instant::now();
@@ -225,7 +237,7 @@ fn measure_pktvec(keys: &[MacAddr], seq: &[MacAddr], reps: usize) -> Result<Ours
         }
         hits = h1;
     }
-    Ok(Ours {
+    let ours = Ours {
         no_prefetch: median(nop),
         bulk: median(bulk),
         sub_batch: SUB_BATCHES
@@ -238,18 +250,82 @@ fn measure_pktvec(keys: &[MacAddr], seq: &[MacAddr], reps: usize) -> Result<Ours
         bytes_per_entry: t.bytes_per_entry(),
         in_secondary_pct: 100.0 * st.in_secondary as f64 / n as f64,
         build_ns_per_insert,
+    };
+    Ok((ours, t))
+}
+
+/// The pairs of one size: each side's median cycles a lookup, the median and quartiles of
+/// the pairs' ratios (rte_hash's cycles / pktvec's), and every pass.
+struct Paired {
+    ours: f64,
+    theirs: f64,
+    ratio: f64,
+    ratio_q1: f64,
+    ratio_q3: f64,
+    ours_all: Vec<f64>,
+    theirs_all: Vec<f64>,
+}
+
+/// `n` pairs of one timed pass each, each after an untimed one: pktvec's `lookup_bulk` and
+/// rte_hash_lookup_bulk_data in the served harness, pktvec first in even pairs. Fails if
+/// rte_hash finds more keys than pktvec.
+fn paired(t: &MacTable, seq: &[MacAddr], n: usize, s: &mut Served) -> Result<Paired, Error> {
+    let mut out = vec![None; 256];
+    let mut ours_pass = || {
+        pass(seq, &mut out, |k, o| t.lookup_bulk(k, o));
+        pass(seq, &mut out, |k, o| t.lookup_bulk(k, o))
+    };
+    let theirs_pass = |s: &mut Served| -> Result<(f64, usize), Error> {
+        for f in s.command("bulk")? {
+            if let [r, _, cyc, hits] = f.as_slice() {
+                if r == "result" {
+                    return Ok((cyc.parse()?, hits.parse()?));
+                }
+            }
+        }
+        Err("hash_bench: no result for bulk".into())
+    };
+    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let ((o, o_hits), (th, th_hits)) = if i % 2 == 0 {
+            let o = ours_pass();
+            (o, theirs_pass(s)?)
+        } else {
+            let th = theirs_pass(s)?;
+            (ours_pass(), th)
+        };
+        // rte_hash may have failed a few adds (then it misses those keys), never more.
+        if th_hits > o_hits {
+            return Err(format!("rte_hash found {th_hits} keys a pass, pktvec {o_hits}").into());
+        }
+        ours_all.push(o);
+        theirs_all.push(th);
+        ratios.push(th / o);
+    }
+    let mut sorted = ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+    Ok(Paired {
+        ours: median(ours_all.clone()),
+        theirs: median(theirs_all.clone()),
+        ratio: median(ratios),
+        ratio_q1: q(0.25),
+        ratio_q3: q(0.75),
+        ours_all,
+        theirs_all,
     })
 }
 
-/// rte_hash's `RESULT key=value ...` line as pairs.
-fn run_dpdk(
+/// Starts the rte_hash harness in `serve` mode on the files of one size (it builds its
+/// table and waits).
+fn serve_dpdk(
     bin: &Path,
     keys: &Path,
     seq: &Path,
     n: usize,
     burst: usize,
     reps: usize,
-) -> Result<Vec<(String, f64)>, Error> {
+) -> Result<Served, Error> {
     // rte_hash: buckets for the next power of two, 16-byte key slots, a free-slot ring.
     let mib = (n.next_power_of_two() * 16 + n * 24) / (1 << 20) + 256;
     let mut a = c_harness::eal_args("hash", mib);
@@ -259,16 +335,21 @@ fn run_dpdk(
         n.to_string(),
         burst.to_string(),
         reps.to_string(),
+        "serve".into(),
     ]);
-    let out = c_harness::run_once(bin, &a);
-    c_harness::remove_eal_dir("hash");
-    let out = out?;
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("RESULT "))
-        .ok_or_else(|| format!("no RESULT line from the rte_hash harness:\n{out}"))?;
+    Served::start(bin, &a)
+}
+
+/// rte_hash's measurement (`run`): its `RESULT key=value ...` line as pairs.
+fn run_dpdk(s: &mut Served) -> Result<Vec<(String, f64)>, Error> {
+    let lines = s.command("run")?;
+    let line = lines
+        .iter()
+        .find(|f| f.first().map(String::as_str) == Some("RESULT"))
+        .ok_or("no RESULT line from the rte_hash harness")?;
     Ok(line
-        .split_whitespace()
+        .iter()
+        .skip(1)
         .filter_map(|kv| kv.split_once('='))
         .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
         .collect())
@@ -291,6 +372,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         .unwrap_or(if quick { 1 << 18 } else { 1 << 22 });
     let lookups = (lookups / 512).max(1) * 512;
     let reps = args.reps.unwrap_or(if quick { 3 } else { 5 }).clamp(1, 64);
+    let n_pairs = args.pairs.unwrap_or(if quick { 3 } else { 15 }).max(1);
     if !(1..=64).contains(&args.burst) {
         return Err("--burst must be 1..=64".into());
     }
@@ -330,8 +412,8 @@ pub fn run(args: Args) -> Result<(), Error> {
             write_macs(&kp, keys.iter().copied())?;
             write_macs(&sp, seq.iter().copied())?;
         }
-        let ours = measure_pktvec(&keys, &seq, reps)?;
-        drop((keys, seq));
+        let (ours, table) = measure_pktvec(&keys, &seq, reps)?;
+        drop(keys);
         let (best_b, best) = ours
             .sub_batch
             .iter()
@@ -339,10 +421,28 @@ pub fn run(args: Args) -> Result<(), Error> {
             .chain([(256, ours.bulk)])
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or((256, ours.bulk));
-        let theirs = match &bin {
-            Some(bin) => Some(run_dpdk(bin, &kp, &sp, n, args.burst, reps)?),
-            None => None,
+        // rte_hash's own measurement, then the pairs with pktvec's (the headline).
+        let (theirs, pairs) = match &bin {
+            Some(bin) => {
+                let mut s = serve_dpdk(bin, &kp, &sp, n, args.burst, reps)?;
+                let theirs = run_dpdk(&mut s)?;
+                let p = paired(&table, &seq, n_pairs, &mut s)?;
+                drop(s);
+                c_harness::remove_eal_dir("hash");
+                eprintln!(
+                    "{:>4} entries: {n_pairs} pairs, rte_hash / pktvec median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_hash {:.1} cycles",
+                    human(n),
+                    p.ratio,
+                    p.ratio_q1,
+                    p.ratio_q3,
+                    p.ours,
+                    p.theirs
+                );
+                (Some(theirs), Some(p))
+            }
+            None => (None, None),
         };
+        drop((table, seq));
         let get = |k: &str| {
             theirs
                 .as_ref()
@@ -376,17 +476,17 @@ pub fn run(args: Args) -> Result<(), Error> {
             ours.bytes_per_entry,
             get("mem_bytes").map_or(String::new(), |m| format!(" (rte_hash {:.1})", m / n as f64)),
         );
-        if let Some(b) = rte_bulk {
-            headline.push(
-                Headline::cost(
-                    &format!("{} entries, 2 lookups/packet", human(n)),
-                    "cycles/lookup",
-                    ours.bulk,
-                    "rte_hash_lookup_bulk_data",
-                    b,
-                )
-                .target(2.0),
-            );
+        if let Some(p) = &pairs {
+            let mut h = Headline::cost(
+                &format!("{} entries, 2 lookups/packet", human(n)),
+                "cycles/lookup",
+                p.ours,
+                "rte_hash_lookup_bulk_data",
+                p.theirs,
+            )
+            .target(2.0);
+            h.ratio = p.ratio;
+            headline.push(h);
         }
         let mut curve: Vec<(f64, f64)> =
             ours.sub_batch.iter().map(|&(b, c)| (b as f64, c)).collect();
@@ -414,6 +514,15 @@ pub fn run(args: Args) -> Result<(), Error> {
             "dpdk_hits_per_pass": get("hits_bulk"),
             "pktvec_hits_per_pass": ours.hits,
             "dpdk_build_ns_per_insert": get("build_cycles").map(|c| c / get("tsc_hz").unwrap_or(clock::tsc_hz()) * 1e9 / n as f64),
+            "pairs": pairs.as_ref().map(|p| json!({
+                "pktvec_median": p.ours,
+                "rte_hash_lookup_bulk_data_median": p.theirs,
+                "ratio_median": p.ratio,
+                "ratio_q1": p.ratio_q1,
+                "ratio_q3": p.ratio_q3,
+                "pktvec": p.ours_all,
+                "rte_hash_lookup_bulk_data": p.theirs_all,
+            })),
         }));
     }
     if let Some(p) = sitting.plot_path("subbatch") {
@@ -430,7 +539,8 @@ pub fn run(args: Args) -> Result<(), Error> {
         "reps": reps,
         "burst": args.burst,
         "dpdk": bin.is_some(),
-        "note": "cycles per lookup, median of reps; no_prefetch = lookup per key, bulk = lookup_bulk (hash + prefetch a half-vector, then search), sub_batch = lookup_bulk_sub; prefetch_gain_pct = no_prefetch / bulk - 1",
+        "pairs": n_pairs,
+        "note": "cycles per lookup, median of reps; no_prefetch = lookup per key, bulk = lookup_bulk (hash + prefetch a half-vector, then search), sub_batch = lookup_bulk_sub; prefetch_gain_pct = no_prefetch / bulk - 1. pairs (the headline): single passes of lookup_bulk and rte_hash_lookup_bulk_data back to back, each after an untimed one, the first of a pair alternating; medians of each side and of the pairs' ratios",
         "sizes": rows,
     });
     sitting.finish(headline, detail)?;
