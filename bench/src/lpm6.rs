@@ -6,8 +6,11 @@
 //! 2000::/3, shuffled. Each round runs pktvec (every method, `--reps` passes, the fastest
 //! kept), then the C harness (builds rte_lpm6, `--reps` passes of `rte_lpm6_lookup` and
 //! `rte_lpm6_lookup_bulk_func` over vectors of 256, the fastest kept); the figures are
-//! medians over `--rounds` rounds. Both sides report the hits and the sum of next hops
-//! (modulo 2^21, rte_lpm6's next-hop width); the run fails if they differ.
+//! medians over `--rounds` rounds. The last round's harness then stays and serves
+//! `--pairs` single passes paired with pktvec's vector + prefetch, back to back: the
+//! headline is each side's median over the pairs and the median of the pairs' ratios.
+//! Both sides report the hits and the sum of next hops (modulo 2^21, rte_lpm6's next-hop
+//! width); the run fails if they differ.
 
 use std::hint::black_box;
 use std::net::Ipv6Addr;
@@ -21,7 +24,7 @@ use pktvec::lookup::routes::{
 };
 use serde_json::json;
 
-use crate::c_harness::{self, median, thousands, Error, Scratch};
+use crate::c_harness::{self, median, thousands, Error, Scratch, Served};
 use crate::sitting::{Common, Headline, Sitting};
 
 /// The tier-1 IPv6 table (160,147 prefixes) in the routes directory.
@@ -56,6 +59,12 @@ pub struct Args {
     /// misses; 0 = every key drawn (the default)
     #[arg(long, default_value_t = 0)]
     distinct: usize,
+    /// Pairs of single passes per table after the rounds (each after an untimed one),
+    /// vector + prefetch and rte_lpm6_lookup_bulk_func back to back, which of the two goes
+    /// first alternating: the headline ratio is the median of the pairs' ratios
+    /// [default: 15; --quick: 3]
+    #[arg(long)]
+    pairs: Option<usize>,
     /// Leave out the real tier-1 table
     #[arg(long)]
     no_tier1: bool,
@@ -130,13 +139,15 @@ fn pktvec_round(t: &Lpm6, k: &[u128], reps: usize) -> [f64; 4] {
     [single, bulk, nopf, pf]
 }
 
-/// The harness's `key=value` lines.
+/// The harness's `key=value` lines; with `serve`, also the harness itself, serving
+/// single bulk passes (see [`paired`]).
 fn run_dpdk(
     bin: &Path,
     routes: &Path,
     keys: &Path,
     reps: usize,
-) -> Result<Vec<(String, f64)>, Error> {
+    serve: bool,
+) -> Result<(Vec<(String, f64)>, Option<Served>), Error> {
     let mut a = c_harness::eal_args("lpm6", 2048);
     a.extend([
         routes.display().to_string(),
@@ -144,13 +155,88 @@ fn run_dpdk(
         reps.to_string(),
         VEC.to_string(),
     ]);
+    let parse = |l: &str| {
+        let (a, b) = l.split_once('=')?;
+        Some((a.to_string(), b.trim().parse().ok()?))
+    };
+    if serve {
+        a.push("serve".into());
+        let s = Served::start(bin, &a)?;
+        let kv = s.info.iter().flatten().filter_map(|f| parse(f)).collect();
+        return Ok((kv, Some(s)));
+    }
     let out = c_harness::run_once(bin, &a);
     c_harness::remove_eal_dir("lpm6");
-    Ok(out?
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .filter_map(|(a, b)| Some((a.to_string(), b.trim().parse().ok()?)))
-        .collect())
+    Ok((out?.lines().filter_map(parse).collect(), None))
+}
+
+/// The pairs of one table: each side's median cycles a lookup, the median and quartiles of
+/// the pairs' ratios (rte_lpm6's cycles / pktvec's), and every pass.
+struct Paired {
+    ours: f64,
+    theirs: f64,
+    ratio: f64,
+    ratio_q1: f64,
+    ratio_q3: f64,
+    ours_all: Vec<f64>,
+    theirs_all: Vec<f64>,
+}
+
+/// `n` pairs of one timed pass each, each after an untimed one: pktvec's vector lookup with
+/// prefetch and rte_lpm6_lookup_bulk_func in the served harness, pktvec first in even
+/// pairs. Fails if the two find different numbers of routes.
+fn paired(t: &Lpm6, k: &[u128], n: usize, s: &mut Served) -> Result<Paired, Error> {
+    let mut out = vec![None; k.len()];
+    let mut ours_pass = || {
+        let pass = |out: &mut [Option<u32>]| {
+            for (kc, oc) in k.chunks(VEC).zip(out.chunks_mut(VEC)) {
+                t.lookup_vector_with(kc, oc, true).ok();
+            }
+        };
+        pass(&mut out);
+        let t0 = clock::now();
+        pass(&mut out);
+        let c = (clock::now() - t0) as f64 / k.len() as f64;
+        (c, out.iter().filter(|o| o.is_some()).count() as u64)
+    };
+    let theirs_pass = |s: &mut Served| -> Result<(f64, u64), Error> {
+        for f in s.command("bulk")? {
+            if let [r, _, cyc, hits] = f.as_slice() {
+                if r == "result" {
+                    return Ok((cyc.parse()?, hits.parse()?));
+                }
+            }
+        }
+        Err("lpm6_bench: no result for bulk".into())
+    };
+    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let ((o, o_hits), (th, th_hits)) = if i % 2 == 0 {
+            let o = ours_pass();
+            (o, theirs_pass(s)?)
+        } else {
+            let th = theirs_pass(s)?;
+            (ours_pass(), th)
+        };
+        if o_hits != th_hits {
+            return Err(format!("pairs: pktvec found {o_hits} routes, rte_lpm6 {th_hits}").into());
+        }
+        ours_all.push(o);
+        theirs_all.push(th);
+        ratios.push(th / o);
+    }
+    let mut sorted = ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+    Ok(Paired {
+        ours: median(ours_all.clone()),
+        theirs: median(theirs_all.clone()),
+        ratio: median(ratios),
+        ratio_q1: q(0.25),
+        ratio_q3: q(0.75),
+        ours_all,
+        theirs_all,
+    })
 }
 
 /// Runs the measurement.
@@ -161,6 +247,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let n_keys = pick(args.keys, 1 << 20, 1 << 16);
     let reps = pick(args.reps, 7, 2).max(1);
     let rounds = pick(args.rounds, 3, 1).max(1);
+    let n_pairs = pick(args.pairs, 15, 3).max(1);
 
     let sitting = Sitting::begin(
         "lpm6",
@@ -217,11 +304,13 @@ pub fn run(args: Args) -> Result<(), Error> {
         let mut ours: Vec<[f64; 4]> = Vec::new();
         let mut theirs: Vec<(f64, f64)> = Vec::new();
         let mut dpdk_info = Vec::new();
+        let mut pairs = None;
         for round in 0..rounds {
             eprintln!("{name}: round {} of {rounds}", round + 1);
             ours.push(pktvec_round(&t, &k, reps));
             if let Some(bin) = &bin {
-                let kv = run_dpdk(bin, &rp, &kp, reps)?;
+                // The last round's harness stays to serve the pairs.
+                let (kv, served) = run_dpdk(bin, &rp, &kp, reps, round + 1 == rounds)?;
                 let get = |key: &str| kv.iter().find(|(a, _)| a == key).map(|(_, v)| *v);
                 let (h, s) = (ours_sum.0 as f64, ours_sum.1 as f64);
                 for (hk, sk) in [("hits", "nh_sum"), ("bulk_hits", "bulk_nh_sum")] {
@@ -239,6 +328,16 @@ pub fn run(args: Args) -> Result<(), Error> {
                     get("bulk_cycles_min").ok_or("no bulk_cycles_min")?,
                 ));
                 dpdk_info = kv;
+                if let Some(mut s) = served {
+                    let p = paired(&t, &k, n_pairs, &mut s)?;
+                    drop(s);
+                    c_harness::remove_eal_dir("lpm6");
+                    eprintln!(
+                        "{name}: {n_pairs} pairs, rte_lpm6_lookup_bulk_func / vector + prefetch median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_lpm6 {:.1} cycles",
+                        p.ratio, p.ratio_q1, p.ratio_q3, p.ours, p.theirs
+                    );
+                    pairs = Some(p);
+                }
             }
         }
         let col = |i: usize| median(ours.iter().map(|r| r[i]).collect());
@@ -264,19 +363,19 @@ pub fn run(args: Args) -> Result<(), Error> {
                 _ => String::new(),
             }
         );
-        if let Some(b) = rte_bulk {
-            headline.push(
-                Headline::cost(
-                    &format!("{name}: vector-256 + prefetch"),
-                    "cycles/lookup",
-                    pf,
-                    "rte_lpm6_lookup_bulk_func",
-                    b,
-                )
-                // At least 2× on the real table, 5× on the generated one (/48–/64, where
-                // rte_lpm6 reads a line per 8 bits past its tbl24 and pktvec a leaf).
-                .target(if name.starts_with("tier1") { 2.0 } else { 5.0 }),
-            );
+        if let Some(p) = &pairs {
+            let mut h = Headline::cost(
+                &format!("{name}: vector-256 + prefetch"),
+                "cycles/lookup",
+                p.ours,
+                "rte_lpm6_lookup_bulk_func",
+                p.theirs,
+            )
+            // At least 2× on the real table, 5× on the generated one (/48–/64, where
+            // rte_lpm6 reads a line per 8 bits past its tbl24 and pktvec a leaf).
+            .target(if name.starts_with("tier1") { 2.0 } else { 5.0 });
+            h.ratio = p.ratio;
+            headline.push(h);
         }
         let s = t.stats();
         let info = |key: &str| dpdk_info.iter().find(|(a, _)| a == key).map(|(_, v)| *v);
@@ -302,6 +401,15 @@ pub fn run(args: Args) -> Result<(), Error> {
                 "rte_lpm6 [lookup, lookup_bulk_func]": theirs,
             },
             "round_ratios_vector_prefetch_vs_bulk": paired,
+            "pairs": pairs.as_ref().map(|p| json!({
+                "pktvec_median": p.ours,
+                "rte_lpm6_lookup_bulk_func_median": p.theirs,
+                "ratio_median": p.ratio,
+                "ratio_q1": p.ratio_q1,
+                "ratio_q3": p.ratio_q3,
+                "pktvec": p.ours_all,
+                "rte_lpm6_lookup_bulk_func": p.theirs_all,
+            })),
             "rte_lpm6_bytes": info("memory_bytes"),
             "rte_lpm6_bytes_per_route": info("memory_bytes").map(|b| b / t.len() as f64),
             "rte_lpm6_number_tbl8s": info("number_tbl8s"),
@@ -313,7 +421,8 @@ pub fn run(args: Args) -> Result<(), Error> {
         "reps": reps,
         "rounds": rounds,
         "dpdk": bin.is_some(),
-        "note": "cycles per lookup: per round the fastest of `reps` passes, median over rounds; lines_per_lookup = cache lines pktvec reads after its 256 KiB first level",
+        "pairs": n_pairs,
+        "note": "cycles per lookup: per round the fastest of `reps` passes, median over rounds; lines_per_lookup = cache lines pktvec reads after its 256 KiB first level. pairs (the headline): single passes of vector + prefetch and rte_lpm6_lookup_bulk_func back to back after the last round, each after an untimed one, the first of a pair alternating; medians of each side and of the pairs' ratios",
         "tables": detail_tables,
     });
     sitting.finish(headline, detail)?;

@@ -9,7 +9,12 @@
  *
  * Build: cc -O3 $(pkg-config --cflags libdpdk) benches/dpdk/lpm6_bench.c \
  *            -o /tmp/lpm6_bench $(pkg-config --libs libdpdk)
- * Run:   /tmp/lpm6_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS [BULK]]
+ * Run:   /tmp/lpm6_bench --no-huge -m 2048 --no-pci -l 0 -- ROUTES KEYS [REPS [BULK [serve]]]
+ *
+ * With "serve", after those lines it prints "ready" and reads commands on stdin until end
+ * of input: "bulk" times one pass of rte_lpm6_lookup_bulk_func after an untimed one
+ * ("result rte_lpm6_lookup_bulk_func CYCLES_PER_LOOKUP HITS", then "end"), so that
+ * pktvec-bench can pair single passes of both sides back to back.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,6 +250,30 @@ int main(int argc, char **argv)
 	printf("single_cycles=%.3f\nbulk_cycles=%.3f\n", single[reps / 2], bulkc[reps / 2]);
 	printf("single_cycles_min=%.3f\nbulk_cycles_min=%.3f\n", single[0], bulkc[0]);
 	(void)sink;
+	if (argc > 5 && strcmp(argv[5], "serve") == 0) {
+		char line[64];
+		printf("ready\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin)) {
+			if (strncmp(line, "bulk", 4) != 0)
+				continue;
+			uint64_t a = 0, b = 0;
+			for (int pass = 0; pass < 2; pass++) {
+				a = rte_rdtsc();
+				for (size_t i = 0; i < nk; i += bulk) {
+					unsigned n = (unsigned)(nk - i < bulk ? nk - i : bulk);
+					rte_lpm6_lookup_bulk_func(lpm, &keys[i], &out[i], n);
+				}
+				b = rte_rdtsc();
+			}
+			uint64_t h = 0;
+			for (size_t i = 0; i < nk; i++)
+				h += out[i] >= 0;
+			printf("result rte_lpm6_lookup_bulk_func %.3f %" PRIu64 "\nend\n",
+			       (double)(b - a) / (double)nk, h);
+			fflush(stdout);
+		}
+	}
 	rte_lpm6_free(lpm);
 	rte_eal_cleanup();
 	return 0;
