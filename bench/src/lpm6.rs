@@ -139,6 +139,9 @@ fn pktvec_round(t: &Lpm6, k: &[u128], reps: usize) -> [f64; 4] {
     [single, bulk, nopf, pf]
 }
 
+/// A harness's `key=value` lines.
+type KeyValues = Vec<(String, f64)>;
+
 /// The harness's `key=value` lines; with `serve`, also the harness itself, serving
 /// single bulk passes (see [`paired`]).
 fn run_dpdk(
@@ -147,7 +150,7 @@ fn run_dpdk(
     keys: &Path,
     reps: usize,
     serve: bool,
-) -> Result<(Vec<(String, f64)>, Option<Served>), Error> {
+) -> Result<(KeyValues, Option<Served>), Error> {
     let mut a = c_harness::eal_args("lpm6", 2048);
     a.extend([
         routes.display().to_string(),
