@@ -24,7 +24,8 @@ use pktvec::packet::wire::MacAddr;
 use serde_json::json;
 
 use crate::c_harness::{self, median, Error, Scratch, Served};
-use crate::sitting::{Common, Headline, Sitting};
+use crate::pairs::{served_pass, Paired};
+use crate::sitting::{Common, Sitting};
 
 /// Sub-batches of `lookup_bulk_sub` measured besides `lookup_bulk` (b = 256).
 const SUB_BATCHES: [usize; 6] = [4, 8, 16, 32, 64, 128];
@@ -254,65 +255,26 @@ fn measure_pktvec(
     Ok((ours, t))
 }
 
-/// The pairs of one size: each side's median cycles a lookup, the median and quartiles of
-/// the pairs' ratios (rte_hash's cycles / pktvec's), and every pass.
-struct Paired {
-    ours: f64,
-    theirs: f64,
-    ratio: f64,
-    ratio_q1: f64,
-    ratio_q3: f64,
-    ours_all: Vec<f64>,
-    theirs_all: Vec<f64>,
-}
-
-/// `n` pairs of one timed pass each, each after an untimed one: pktvec's `lookup_bulk` and
-/// rte_hash_lookup_bulk_data in the served harness, pktvec first in even pairs. Fails if
-/// rte_hash finds more keys than pktvec.
+/// `n` pairs ([`Paired`]): pktvec's `lookup_bulk` and rte_hash_lookup_bulk_data in the
+/// served harness. Fails if rte_hash finds more keys than pktvec (it may miss the few it
+/// failed to add, never more).
 fn paired(t: &MacTable, seq: &[MacAddr], n: usize, s: &mut Served) -> Result<Paired, Error> {
     let mut out = vec![None; 256];
-    let mut ours_pass = || {
+    let ours = || {
         pass(seq, &mut out, |k, o| t.lookup_bulk(k, o));
-        pass(seq, &mut out, |k, o| t.lookup_bulk(k, o))
+        let (c, hits) = pass(seq, &mut out, |k, o| t.lookup_bulk(k, o));
+        Ok((c, hits as u64))
     };
-    let theirs_pass = |s: &mut Served| -> Result<(f64, usize), Error> {
-        for f in s.command("bulk")? {
-            if let [r, _, cyc, hits] = f.as_slice() {
-                if r == "result" {
-                    return Ok((cyc.parse()?, hits.parse()?));
-                }
-            }
-        }
-        Err("hash_bench: no result for bulk".into())
+    let theirs = || {
+        let (c, hits) = served_pass(s, "bulk")?;
+        Ok((c, hits.parse()?))
     };
-    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..n {
-        let ((o, o_hits), (th, th_hits)) = if i % 2 == 0 {
-            let o = ours_pass();
-            (o, theirs_pass(s)?)
+    Paired::run(n, ours, theirs, |o, t| {
+        if t > o {
+            Err(format!("rte_hash found {t} keys a pass, pktvec {o}").into())
         } else {
-            let th = theirs_pass(s)?;
-            (ours_pass(), th)
-        };
-        // rte_hash may have failed a few adds (then it misses those keys), never more.
-        if th_hits > o_hits {
-            return Err(format!("rte_hash found {th_hits} keys a pass, pktvec {o_hits}").into());
+            Ok(())
         }
-        ours_all.push(o);
-        theirs_all.push(th);
-        ratios.push(th / o);
-    }
-    let mut sorted = ratios.clone();
-    sorted.sort_by(f64::total_cmp);
-    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
-    Ok(Paired {
-        ours: median(ours_all.clone()),
-        theirs: median(theirs_all.clone()),
-        ratio: median(ratios),
-        ratio_q1: q(0.25),
-        ratio_q3: q(0.75),
-        ours_all,
-        theirs_all,
     })
 }
 
@@ -429,15 +391,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                 let p = paired(&table, &seq, n_pairs, &mut s)?;
                 drop(s);
                 c_harness::remove_eal_dir("hash");
-                eprintln!(
-                    "{:>4} entries: {n_pairs} pairs, rte_hash / pktvec median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_hash {:.1} cycles",
-                    human(n),
-                    p.ratio,
-                    p.ratio_q1,
-                    p.ratio_q3,
-                    p.ours,
-                    p.theirs
-                );
+                eprintln!("{:>4} entries: {}", human(n), p.summary("rte_hash"));
                 (Some(theirs), Some(p))
             }
             None => (None, None),
@@ -477,16 +431,11 @@ pub fn run(args: Args) -> Result<(), Error> {
             get("mem_bytes").map_or(String::new(), |m| format!(" (rte_hash {:.1})", m / n as f64)),
         );
         if let Some(p) = &pairs {
-            let mut h = Headline::cost(
+            headline.push(p.headline(
                 &format!("{} entries, 2 lookups/packet", human(n)),
-                "cycles/lookup",
-                p.ours,
                 "rte_hash_lookup_bulk_data",
-                p.theirs,
-            )
-            .target(2.0);
-            h.ratio = p.ratio;
-            headline.push(h);
+                2.0,
+            ));
         }
         let mut curve: Vec<(f64, f64)> =
             ours.sub_batch.iter().map(|&(b, c)| (b as f64, c)).collect();
@@ -514,15 +463,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             "dpdk_hits_per_pass": get("hits_bulk"),
             "pktvec_hits_per_pass": ours.hits,
             "dpdk_build_ns_per_insert": get("build_cycles").map(|c| c / get("tsc_hz").unwrap_or(clock::tsc_hz()) * 1e9 / n as f64),
-            "pairs": pairs.as_ref().map(|p| json!({
-                "pktvec_median": p.ours,
-                "rte_hash_lookup_bulk_data_median": p.theirs,
-                "ratio_median": p.ratio,
-                "ratio_q1": p.ratio_q1,
-                "ratio_q3": p.ratio_q3,
-                "pktvec": p.ours_all,
-                "rte_hash_lookup_bulk_data": p.theirs_all,
-            })),
+            "pairs": pairs.as_ref().map(|p| p.json("rte_hash_lookup_bulk_data")),
         }));
     }
     if let Some(p) = sitting.plot_path("subbatch") {

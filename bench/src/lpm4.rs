@@ -23,6 +23,7 @@ use pktvec::packet::mem;
 use serde_json::json;
 
 use crate::c_harness::{self, median, thousands, Error, Scratch, Served};
+use crate::pairs::{served_pass, Paired};
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Keys per vector: the graph's vector size.
@@ -274,85 +275,33 @@ fn pktvec_round(lpm: &Lpm4, keys: &[u32], reps: usize) -> Vec<(String, f64, u64)
         .collect()
 }
 
-/// The pairs of one table and sub-batch: each side's median cycles a lookup, the median
-/// and quartiles of the pairs' ratios (rte_lpm's cycles / pktvec's), and every pass.
-struct Paired {
-    ours: f64,
-    theirs: f64,
-    ratio: f64,
-    ratio_q1: f64,
-    ratio_q3: f64,
-    ours_all: Vec<f64>,
-    theirs_all: Vec<f64>,
-}
-
-/// `n` pairs of one timed pass each, each after an untimed one: pktvec's
-/// `lookup_vector_raw` with sub-batch `b` on its default read path, and
-/// rte_lpm_lookup_bulk in the served harness, pktvec first in even pairs. Fails if a pass
-/// answers differently from the first.
+/// `n` pairs ([`Paired`]): pktvec's `lookup_vector_raw` with sub-batch `b` on its default
+/// read path, and rte_lpm_lookup_bulk in the served harness; both must answer alike.
 fn paired(lpm: &Lpm4, keys: &[u32], b: usize, n: usize, s: &mut Served) -> Result<Paired, Error> {
     let mut raw = vec![0u32; keys.len()];
-    let mut ours_sum = None;
-    let mut theirs_sum = None;
-    let mut ours_pass = |raw: &mut [u32]| -> Result<f64, Error> {
-        let pass = |raw: &mut [u32]| {
+    let ours = || {
+        let mut pass = || {
             for (k, r) in keys.chunks(VEC).zip(raw.chunks_mut(VEC)) {
                 lpm.lookup_vector_raw(k, r, b);
             }
         };
-        // Untimed first (the other side's pass may have evicted the read path's lines).
-        pass(raw);
+        pass();
         let t0 = clock::now();
-        pass(raw);
+        pass();
         let c = (clock::now() - t0) as f64 / keys.len() as f64;
         let out: Vec<Option<u32>> = raw.iter().map(|&r| (r != MISS).then_some(r)).collect();
-        let sum = fnv(&out);
-        if *ours_sum.get_or_insert(sum) != sum {
-            return Err("lookup_vector_raw: answers differ between pairs".into());
-        }
-        Ok(c)
+        Ok((c, fnv(&out)))
     };
-    let mut theirs_pass = |s: &mut Served| -> Result<f64, Error> {
-        for f in s.command("bulk")? {
-            if let [r, _, cyc, sum] = f.as_slice() {
-                if r == "result" {
-                    let sum = u64::from_str_radix(sum, 16)?;
-                    if *theirs_sum.get_or_insert(sum) != sum {
-                        return Err("rte_lpm_lookup_bulk: answers differ between pairs".into());
-                    }
-                    return Ok(cyc.parse()?);
-                }
-            }
-        }
-        Err("lpm4_bench: no result for bulk".into())
+    let theirs = || {
+        let (c, sum) = served_pass(s, "bulk")?;
+        Ok((c, u64::from_str_radix(&sum, 16)?))
     };
-    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..n {
-        let (o, t) = if i % 2 == 0 {
-            let o = ours_pass(&mut raw)?;
-            (o, theirs_pass(s)?)
+    Paired::run(n, ours, theirs, |a, b| {
+        if a == b {
+            Ok(())
         } else {
-            let t = theirs_pass(s)?;
-            (ours_pass(&mut raw)?, t)
-        };
-        ours_all.push(o);
-        theirs_all.push(t);
-        ratios.push(t / o);
-    }
-    if ours_sum != theirs_sum {
-        return Err("pairs: pktvec and rte_lpm answer differently".into());
-    }
-    let mut sorted = ratios.clone();
-    sorted.sort_by(f64::total_cmp);
-    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
-    Ok(Paired {
-        ours: median(ours_all.clone()),
-        theirs: median(theirs_all.clone()),
-        ratio: median(ratios),
-        ratio_q1: q(0.25),
-        ratio_q3: q(0.75),
-        ours_all,
-        theirs_all,
+            Err("pairs: pktvec and rte_lpm answer differently".into())
+        }
     })
 }
 
@@ -581,10 +530,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         if let Some(s) = served.as_mut() {
             for b in [256usize, 16] {
                 let p = paired(&lpm, &keys, b, n_pairs, s)?;
-                eprintln!(
-                    "{case}: b={b}: {n_pairs} pairs, rte_lpm_lookup_bulk / pktvec median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_lpm {:.1} cycles",
-                    p.ratio, p.ratio_q1, p.ratio_q3, p.ours, p.theirs
-                );
+                eprintln!("{case}: b={b}: {}", p.summary("rte_lpm_lookup_bulk"));
                 pairs.push((b, p));
             }
         }
@@ -607,16 +553,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         // b = 256 (a whole vector) and b = 16 (the graph's default sub-batch): each side's
         // median over the pairs, and the median of the pairs' ratios.
         for (b, p) in &pairs {
-            let mut h = Headline::cost(
-                &format!("{case}: vector b={b}"),
-                "cycles/lookup",
-                p.ours,
-                "rte_lpm_lookup_bulk",
-                p.theirs,
-            )
-            .target(2.0);
-            h.ratio = p.ratio;
-            headline.push(h);
+            headline.push(p.headline(&format!("{case}: vector b={b}"), "rte_lpm_lookup_bulk", 2.0));
         }
         if let Some(single) = get("rte_lpm", "rte_lpm_lookup") {
             headline.push(Headline::cost(
@@ -671,16 +608,11 @@ pub fn run(args: Args) -> Result<(), Error> {
             "quarters": quarters,
             "loadavg": loadavg,
             "checksum": format!("{want:016x}"),
-            "pairs": pairs.iter().map(|(b, p)| json!({
-                "b": b,
-                "pktvec_median": p.ours,
-                "rte_lpm_lookup_bulk_median": p.theirs,
-                "ratio_median": p.ratio,
-                "ratio_q1": p.ratio_q1,
-                "ratio_q3": p.ratio_q3,
-                "pktvec": p.ours_all,
-                "rte_lpm_lookup_bulk": p.theirs_all,
-            })).collect::<Vec<_>>(),
+            "pairs": pairs.iter().map(|(b, p)| {
+                let mut j = p.json("rte_lpm_lookup_bulk");
+                j["b"] = json!(b);
+                j
+            }).collect::<Vec<_>>(),
             "rows": all.iter().map(|s| json!({
                 "library": s.library,
                 "method": s.method,

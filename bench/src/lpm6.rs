@@ -25,7 +25,8 @@ use pktvec::lookup::routes::{
 use serde_json::json;
 
 use crate::c_harness::{self, median, thousands, Error, Scratch, Served};
-use crate::sitting::{Common, Headline, Sitting};
+use crate::pairs::{served_pass, Paired};
+use crate::sitting::{Common, Sitting};
 
 /// The tier-1 IPv6 table (160,147 prefixes) in the routes directory.
 const TIER1: &str = "tier1-fulltable-ipv6.txt.xz";
@@ -173,72 +174,32 @@ fn run_dpdk(
     Ok((out?.lines().filter_map(parse).collect(), None))
 }
 
-/// The pairs of one table: each side's median cycles a lookup, the median and quartiles of
-/// the pairs' ratios (rte_lpm6's cycles / pktvec's), and every pass.
-struct Paired {
-    ours: f64,
-    theirs: f64,
-    ratio: f64,
-    ratio_q1: f64,
-    ratio_q3: f64,
-    ours_all: Vec<f64>,
-    theirs_all: Vec<f64>,
-}
-
-/// `n` pairs of one timed pass each, each after an untimed one: pktvec's vector lookup with
-/// prefetch and rte_lpm6_lookup_bulk_func in the served harness, pktvec first in even
-/// pairs. Fails if the two find different numbers of routes.
+/// `n` pairs ([`Paired`]): pktvec's vector lookup with prefetch and
+/// rte_lpm6_lookup_bulk_func in the served harness; both must find as many routes.
 fn paired(t: &Lpm6, k: &[u128], n: usize, s: &mut Served) -> Result<Paired, Error> {
     let mut out = vec![None; k.len()];
-    let mut ours_pass = || {
-        let pass = |out: &mut [Option<u32>]| {
+    let ours = || {
+        let mut pass = || {
             for (kc, oc) in k.chunks(VEC).zip(out.chunks_mut(VEC)) {
                 t.lookup_vector_with(kc, oc, true).ok();
             }
         };
-        pass(&mut out);
+        pass();
         let t0 = clock::now();
-        pass(&mut out);
+        pass();
         let c = (clock::now() - t0) as f64 / k.len() as f64;
-        (c, out.iter().filter(|o| o.is_some()).count() as u64)
+        Ok((c, out.iter().filter(|o| o.is_some()).count() as u64))
     };
-    let theirs_pass = |s: &mut Served| -> Result<(f64, u64), Error> {
-        for f in s.command("bulk")? {
-            if let [r, _, cyc, hits] = f.as_slice() {
-                if r == "result" {
-                    return Ok((cyc.parse()?, hits.parse()?));
-                }
-            }
-        }
-        Err("lpm6_bench: no result for bulk".into())
+    let theirs = || {
+        let (c, hits) = served_pass(s, "bulk")?;
+        Ok((c, hits.parse()?))
     };
-    let (mut ours_all, mut theirs_all, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..n {
-        let ((o, o_hits), (th, th_hits)) = if i % 2 == 0 {
-            let o = ours_pass();
-            (o, theirs_pass(s)?)
+    Paired::run(n, ours, theirs, |o, t| {
+        if o == t {
+            Ok(())
         } else {
-            let th = theirs_pass(s)?;
-            (ours_pass(), th)
-        };
-        if o_hits != th_hits {
-            return Err(format!("pairs: pktvec found {o_hits} routes, rte_lpm6 {th_hits}").into());
+            Err(format!("pairs: pktvec found {o} routes, rte_lpm6 {t}").into())
         }
-        ours_all.push(o);
-        theirs_all.push(th);
-        ratios.push(th / o);
-    }
-    let mut sorted = ratios.clone();
-    sorted.sort_by(f64::total_cmp);
-    let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
-    Ok(Paired {
-        ours: median(ours_all.clone()),
-        theirs: median(theirs_all.clone()),
-        ratio: median(ratios),
-        ratio_q1: q(0.25),
-        ratio_q3: q(0.75),
-        ours_all,
-        theirs_all,
     })
 }
 
@@ -335,10 +296,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                     let p = paired(&t, &k, n_pairs, &mut s)?;
                     drop(s);
                     c_harness::remove_eal_dir("lpm6");
-                    eprintln!(
-                        "{name}: {n_pairs} pairs, rte_lpm6_lookup_bulk_func / vector + prefetch median {:.2} (quartiles {:.2}-{:.2}); pktvec {:.1}, rte_lpm6 {:.1} cycles",
-                        p.ratio, p.ratio_q1, p.ratio_q3, p.ours, p.theirs
-                    );
+                    eprintln!("{name}: {}", p.summary("rte_lpm6_lookup_bulk_func"));
                     pairs = Some(p);
                 }
             }
@@ -349,8 +307,9 @@ pub fn run(args: Args) -> Result<(), Error> {
         let rte_bulk = (!theirs.is_empty()).then(|| median(theirs.iter().map(|r| r.1).collect()));
         // Each round's own ratio (vector + prefetch against the bulk function, timed
         // seconds apart): how far the ratio moves within the sitting.
-        let mut paired: Vec<f64> = ours.iter().zip(&theirs).map(|(o, t)| t.1 / o[3]).collect();
-        paired.sort_by(f64::total_cmp);
+        let mut round_ratios: Vec<f64> =
+            ours.iter().zip(&theirs).map(|(o, t)| t.1 / o[3]).collect();
+        round_ratios.sort_by(f64::total_cmp);
         println!();
         println!(
             "{name}: pktvec single {single:.1}, lookup_bulk {bulk:.1}, vector-256 {nopf:.1}, vector-256 + prefetch {pf:.1}{} cycles/lookup{}",
@@ -358,27 +317,23 @@ pub fn run(args: Args) -> Result<(), Error> {
                 (Some(a), Some(b)) => format!("; rte_lpm6_lookup {a:.1}, rte_lpm6_lookup_bulk_func {b:.1}"),
                 _ => String::new(),
             },
-            match (paired.first(), paired.last()) {
+            match (round_ratios.first(), round_ratios.last()) {
                 (Some(lo), Some(hi)) => format!(
                     "; per-round ratios {lo:.2}-{hi:.2}× (median {:.2}×)",
-                    paired[paired.len() / 2]
+                    round_ratios[round_ratios.len() / 2]
                 ),
                 _ => String::new(),
             }
         );
         if let Some(p) = &pairs {
-            let mut h = Headline::cost(
-                &format!("{name}: vector-256 + prefetch"),
-                "cycles/lookup",
-                p.ours,
-                "rte_lpm6_lookup_bulk_func",
-                p.theirs,
-            )
             // At least 2× on the real table, 5× on the generated one (/48–/64, where
             // rte_lpm6 reads a line per 8 bits past its tbl24 and pktvec a leaf).
-            .target(if name.starts_with("tier1") { 2.0 } else { 5.0 });
-            h.ratio = p.ratio;
-            headline.push(h);
+            let target = if name.starts_with("tier1") { 2.0 } else { 5.0 };
+            headline.push(p.headline(
+                &format!("{name}: vector-256 + prefetch"),
+                "rte_lpm6_lookup_bulk_func",
+                target,
+            ));
         }
         let s = t.stats();
         let info = |key: &str| dpdk_info.iter().find(|(a, _)| a == key).map(|(_, v)| *v);
@@ -403,16 +358,8 @@ pub fn run(args: Args) -> Result<(), Error> {
                 "pktvec [lookup, lookup_bulk, vector no prefetch, vector + prefetch]": ours,
                 "rte_lpm6 [lookup, lookup_bulk_func]": theirs,
             },
-            "round_ratios_vector_prefetch_vs_bulk": paired,
-            "pairs": pairs.as_ref().map(|p| json!({
-                "pktvec_median": p.ours,
-                "rte_lpm6_lookup_bulk_func_median": p.theirs,
-                "ratio_median": p.ratio,
-                "ratio_q1": p.ratio_q1,
-                "ratio_q3": p.ratio_q3,
-                "pktvec": p.ours_all,
-                "rte_lpm6_lookup_bulk_func": p.theirs_all,
-            })),
+            "round_ratios_vector_prefetch_vs_bulk": round_ratios,
+            "pairs": pairs.as_ref().map(|p| p.json("rte_lpm6_lookup_bulk_func")),
             "rte_lpm6_bytes": info("memory_bytes"),
             "rte_lpm6_bytes_per_route": info("memory_bytes").map(|b| b / t.len() as f64),
             "rte_lpm6_number_tbl8s": info("number_tbl8s"),

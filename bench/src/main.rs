@@ -28,6 +28,7 @@ mod lpm4;
 mod lpm6;
 mod model;
 mod multicore;
+mod pairs;
 mod plot;
 mod prefetch;
 mod route_updates;
