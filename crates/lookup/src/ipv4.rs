@@ -27,7 +27,8 @@
 //!   makes one far access plus one into the 1 MiB directory: see
 //!   `docs/results/lookup-tables.md`. The vector lookups stage a sub-batch (read every
 //!   directory entry and prefetch its record, rank every key and prefetch every value,
-//!   read the values).
+//!   read the values), 16 keys an instruction with AVX-512 and 8 with AVX2 where the CPU
+//!   has them.
 //! * **Which one a vector reads** ([`ReadPath`]). Where the compressed lines do not stay
 //!   cached either (a uniformly placed table on a host whose core gets a few MiB of L3),
 //!   the master's one far line a key beats the compressed path's two. By default each
@@ -833,14 +834,14 @@ impl Lpm4 {
     /// record (run bitmap and values), (2) rank every key and prefetch its value, (3) read
     /// the values (the rare keys whose /24 holds longer prefixes read one more entry);
     /// stage (1) runs up to 256 keys ahead of the others (the whole vector), so that a
-    /// small sub-batch's record fetches are in flight well before it is ranked. With
-    /// AVX-512 the stages take 16 keys per instruction over the whole slice (`b` does not
-    /// change them), stage (3) runs inside stage (2) where values lie in the record's line,
-    /// else 64 keys behind it (after the value prefetches).
-    /// Processes `min(keys.len(), out.len())` keys. On CPUs with AVX-512 (`avx512f` and
-    /// `avx512vpopcntdq`, detected at run time) stages run 16 keys per instruction with
-    /// gathers; the answers are those of
-    /// [`lookup_vector_raw_portable`](Self::lookup_vector_raw_portable).
+    /// small sub-batch's record fetches are in flight well before it is ranked. With SIMD
+    /// (detected at run time) the stages take 16 keys per instruction on CPUs with AVX-512
+    /// (`avx512f` and `avx512vpopcntdq`: gathers, `vpopcntq`) and 8 on CPUs with AVX2, over
+    /// the whole slice (`b` does not change them); stage (3) runs inside stage (2) where
+    /// values lie in the record's line, else 64 keys behind it (after the value
+    /// prefetches). The answers are those of
+    /// [`lookup_vector_raw_portable`](Self::lookup_vector_raw_portable). Processes
+    /// `min(keys.len(), out.len())` keys.
     ///
     /// ```
     /// use pktvec_lookup::ipv4::{Lpm4, MISS};
@@ -917,7 +918,7 @@ impl Lpm4 {
     }
 
     /// [`lookup_vector_raw`](Self::lookup_vector_raw) without SIMD on any CPU (the
-    /// portable loop that AVX-512-less CPUs run; kept public to compare against).
+    /// loop that CPUs without AVX2 run; kept public to compare against).
     ///
     /// ```
     /// use pktvec_lookup::{ipv4::Lpm4, routes::{generate_ipv4, random_ipv4_keys}};

@@ -73,6 +73,24 @@ const NARROW_NONE: u32 = 0xff_ffff;
 /// What the staged lookup answers for "no route" (`ipv4::MISS`).
 const MISS_OUT: u32 = u32::MAX;
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+
+/// Elsewhere than x86-64: the portable loop only.
+#[cfg(not(target_arch = "x86_64"))]
+mod avx2 {
+    use super::Compressed;
+
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    #[inline(always)]
+    pub(super) fn values_staged(c: &Compressed, keys: &[u32], out: &mut [u32]) -> bool {
+        c.values_staged_portable(keys, out, 256)
+    }
+}
+
 /// Number of 64-slot quarters (one per /18).
 pub(super) const QUARTERS: usize = 1 << 18;
 /// Length of the pool in words: a power of two, so masking an index proves bounds.
@@ -121,7 +139,7 @@ pub(super) struct Compressed {
     pool_raw: Box<[AtomicU32; POOL_LEN + LINE as usize]>,
     /// Words from the start of `pool_raw` to the first cache-line boundary (< [`LINE`]).
     base: usize,
-    /// Whether the AVX-512 loop prefetches each key's value after ranking it: set while at
+    /// Whether the SIMD loops prefetch each key's value after ranking it: set while at
     /// least a tenth of the records are longer than a line (see [`Compressed::publish`]).
     /// Otherwise nearly every value lies in the line just read for the bitmap, and the
     /// prefetches only cost issue slots (the uniform 1M table: 0.2% of the records are
@@ -138,6 +156,9 @@ pub(super) struct Compressed {
     seq: AtomicU64,
     /// Whether the AVX-512 staged loop can run on this CPU (checked once).
     avx512: bool,
+    /// Whether the AVX2 staged loop can run on this CPU (checked once; used where AVX-512
+    /// is not).
+    avx2: bool,
 }
 
 /// `N` zeroed entries from `alloc_zeroed` (the OS hands out zero pages lazily, so only
@@ -360,6 +381,7 @@ impl Compressed {
             level: AtomicU8::new(PrefetchLevel::Auto as u8),
             seq: AtomicU64::new(0),
             avx512: avx512::available(),
+            avx2: avx2::available(),
         };
         // The dummy record at 0 that single-run quarters rank in: bitmap 1.
         c.pool()[0].store(1, Ordering::Relaxed);
@@ -675,13 +697,18 @@ impl Compressed {
 
     /// Staged lookup of `keys` (at most 256) into `out`, in sub-batches of `b` keys: (1)
     /// read every directory entry and prefetch the record, (2) rank every key and prefetch
-    /// its value, (3) read the values; stage (1) runs at least [`AHEAD_MIN`] keys ahead of (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or
-    /// `GROUP | g` still to be resolved; returns whether any of the latter is present.
-    /// Runs the AVX-512 loop where the CPU has it (same answers), else the portable one.
+    /// its value, (3) read the values; stage (1) runs at least [`AHEAD_MIN`] keys ahead of
+    /// (2) and (3). Answers are next hops, [`MISS_OUT`] for no route, or `GROUP | g` still
+    /// to be resolved; returns whether any of the latter is present. Runs the AVX-512 loop
+    /// where the CPU has it, else the AVX2 loop ([`avx2`]) where it has that, else the
+    /// portable one (all give the same answers; the SIMD loops take the whole slice as one
+    /// sub-batch).
     #[inline(always)]
     pub(super) fn values_staged(&self, keys: &[u32], out: &mut [u32], b: usize) -> bool {
         if self.avx512 {
             avx512::values_staged(self, keys, out, b)
+        } else if self.avx2 {
+            avx2::values_staged(self, keys, out)
         } else {
             self.values_staged_portable(keys, out, b)
         }
@@ -1205,12 +1232,13 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-        /// The AVX-512 staged loop (where this CPU has it) and the portable one give the
-        /// same answers and group flag, over random quarters (1..64 runs of next hops,
-        /// "no route" and group pointers, rebuilt several times so records are freed and
-        /// reused), random keys and sub-batch sizes.
+        /// The SIMD staged loops (the one `values_staged` picks on this CPU, and the AVX2
+        /// one where the CPU has AVX2) and the portable one give the same answers and
+        /// group flag, over random quarters (1..64 runs of next hops, "no route" and group
+        /// pointers, rebuilt several times so records are freed and reused), random keys
+        /// and sub-batch sizes.
         #[test]
-        fn avx512_matches_portable(seed in any::<u64>(), n in 0usize..=256, b in 1usize..=256) {
+        fn simd_loops_match_portable(seed in any::<u64>(), n in 0usize..=256, b in 1usize..=256) {
             let (c, mut a, _) = Compressed::new(false);
             let mut next = rng(seed);
             let mut touched = Vec::new();
@@ -1219,7 +1247,7 @@ mod tests {
                 let q = (next() % 4096) as usize * 64 + (next() % 64) as usize;
                 let mut slots = [0u32; 64];
                 // Half the seeds build short records only (no value prefetch in the
-                // AVX-512 loop, `prefetch_values`), the others records of any length.
+                // SIMD loops, `prefetch_values`), the others records of any length.
                 let breaks = if seed % 2 == 0 { next() % 8 } else { next() % 64 };
                 // Half the quarters hold only 24-bit next hops and "no route" (narrow
                 // records, unless 0xff_ffff is drawn); the others any value.
@@ -1253,6 +1281,12 @@ mod tests {
             let gy = c.values_staged_portable(&keys, &mut y, b);
             prop_assert_eq!(&x, &y);
             prop_assert_eq!(gx, gy);
+            if avx2::available() {
+                let mut z = vec![0u32; n];
+                let gz = avx2::values_staged(&c, &keys, &mut z);
+                prop_assert_eq!(&z, &y);
+                prop_assert_eq!(gz, gy);
+            }
             for (k, v) in keys.iter().zip(&y) {
                 let want = c.value(*k);
                 prop_assert_eq!(*v, if want == NO_ROUTE { MISS_OUT } else { want });
