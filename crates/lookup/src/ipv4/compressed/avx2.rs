@@ -16,8 +16,68 @@ use std::sync::atomic::Ordering;
 
 use super::{Compressed, AHEAD_MIN, GROUP, NARROW, NARROW_NONE, NO_ROUTE, REC_MASK};
 
-/// Eight 4-byte loads at `base + SCALE·lane` (bytes) into one register: scalar loads of
-/// the lanes (`vpextrd`, `vpinsrd`), about twice the rate of `vpgatherdd` on Zen 3.
+/// Four 4-byte loads into the lanes of one register (`vmovd`, `vpinsrd` from memory), in
+/// one `asm!` block.
+///
+/// The tables are words a writer may store concurrently (inside a write window, after
+/// which the reader's sequence check throws the values away), as for the portable loop's
+/// [`RacyWord`] loads: an `asm!` read is opaque to the compiler (no assumption that the
+/// bytes are unchanging, no tearing into several loads), and it keeps the loads as
+/// memory operands of the inserts, one instruction a lane.
+///
+/// # Safety
+/// The CPU has AVX; every pointer is valid for a 4-byte read.
+// SAFETY: an `unsafe fn` because the pointers' validity is the caller's to prove (each
+// caller masks its offsets into the table); the block only reads those bytes (`readonly`,
+// no stack, flags kept). The property test compares the loop's answers with the portable
+// loop's.
+#[inline(always)]
+unsafe fn load4x32(p: [*const u8; 4]) -> __m128i {
+    let v: __m128i;
+    // SAFETY: the contract above.
+    unsafe {
+        std::arch::asm!(
+            "vmovd {v}, dword ptr [{a}]",
+            "vpinsrd {v}, {v}, dword ptr [{b}], 1",
+            "vpinsrd {v}, {v}, dword ptr [{c}], 2",
+            "vpinsrd {v}, {v}, dword ptr [{d}], 3",
+            v = out(xmm_reg) v,
+            a = in(reg) p[0],
+            b = in(reg) p[1],
+            c = in(reg) p[2],
+            d = in(reg) p[3],
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    v
+}
+
+/// Two 8-byte loads into the lanes of one register (`vmovq`, `vpinsrq` from memory), as
+/// [`load4x32`].
+///
+/// # Safety
+/// The CPU has AVX; both pointers are valid for an 8-byte read.
+// SAFETY: as for `load4x32`.
+#[inline(always)]
+unsafe fn load2x64(p: [*const u8; 2]) -> __m128i {
+    let v: __m128i;
+    // SAFETY: the contract above.
+    unsafe {
+        std::arch::asm!(
+            "vmovq {v}, qword ptr [{a}]",
+            "vpinsrq {v}, {v}, qword ptr [{b}], 1",
+            v = out(xmm_reg) v,
+            a = in(reg) p[0],
+            b = in(reg) p[1],
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    v
+}
+
+/// Eight 4-byte loads at `base + SCALE·lane` (bytes) into one register: the lanes taken
+/// out with `vpextrd`, loaded with [`load4x32`]; about twice the rate of `vpgatherdd` on
+/// Zen 3.
 ///
 /// # Safety
 /// The CPU has AVX2; every `base + SCALE·lane` is valid for a 4-byte read.
@@ -26,35 +86,30 @@ use super::{Compressed, AHEAD_MIN, GROUP, NARROW, NARROW_NONE, NO_ROUTE, REC_MAS
 #[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn gather32<const SCALE: isize>(base: *const i32, idx: __m256i) -> __m256i {
-    let at = |x: i32| {
-        // SAFETY: the contract: `base + SCALE·x` is valid for a 4-byte read (unaligned
-        // when SCALE is 1).
-        unsafe {
-            base.cast::<u8>()
-                .offset(SCALE * x as isize)
-                .cast::<i32>()
-                .read_unaligned()
-        }
-    };
+    let at = |x: i32| base.cast::<u8>().wrapping_offset(SCALE * x as isize);
     let lo = _mm256_castsi256_si128(idx);
     let hi = _mm256_extracti128_si256::<1>(idx);
-    let a = _mm_setr_epi32(
-        at(_mm_cvtsi128_si32(lo)),
-        at(_mm_extract_epi32::<1>(lo)),
-        at(_mm_extract_epi32::<2>(lo)),
-        at(_mm_extract_epi32::<3>(lo)),
-    );
-    let b = _mm_setr_epi32(
-        at(_mm_cvtsi128_si32(hi)),
-        at(_mm_extract_epi32::<1>(hi)),
-        at(_mm_extract_epi32::<2>(hi)),
-        at(_mm_extract_epi32::<3>(hi)),
-    );
+    // SAFETY: the contract: each address is valid for a 4-byte read.
+    let (a, b) = unsafe {
+        (
+            load4x32([
+                at(_mm_cvtsi128_si32(lo)),
+                at(_mm_extract_epi32::<1>(lo)),
+                at(_mm_extract_epi32::<2>(lo)),
+                at(_mm_extract_epi32::<3>(lo)),
+            ]),
+            load4x32([
+                at(_mm_cvtsi128_si32(hi)),
+                at(_mm_extract_epi32::<1>(hi)),
+                at(_mm_extract_epi32::<2>(hi)),
+                at(_mm_extract_epi32::<3>(hi)),
+            ]),
+        )
+    };
     _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b)
 }
 
-/// Four 8-byte loads at pool words `lane` into one register (scalar loads, as
-/// [`gather32`]).
+/// Four 8-byte loads at pool words `lane` into one register (as [`gather32`]).
 ///
 /// # Safety
 /// The CPU has AVX2; every `base + 4·lane` is valid for an 8-byte read.
@@ -62,15 +117,17 @@ unsafe fn gather32<const SCALE: isize>(base: *const i32, idx: __m256i) -> __m256
 #[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn gather64(base: *const i32, idx: __m128i) -> __m256i {
-    let at = |x: i32| {
-        // SAFETY: the contract: words `x, x + 1` are valid for reading.
-        unsafe { base.offset(x as isize).cast::<i64>().read_unaligned() }
+    let at = |x: i32| base.wrapping_offset(x as isize).cast::<u8>();
+    // SAFETY: the contract: words `x, x + 1` are valid for reading.
+    let (a, b) = unsafe {
+        (
+            load2x64([at(_mm_cvtsi128_si32(idx)), at(_mm_extract_epi32::<1>(idx))]),
+            load2x64([
+                at(_mm_extract_epi32::<2>(idx)),
+                at(_mm_extract_epi32::<3>(idx)),
+            ]),
+        )
     };
-    let a = _mm_set_epi64x(at(_mm_extract_epi32::<1>(idx)), at(_mm_cvtsi128_si32(idx)));
-    let b = _mm_set_epi64x(
-        at(_mm_extract_epi32::<3>(idx)),
-        at(_mm_extract_epi32::<2>(idx)),
-    );
     _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(a), b)
 }
 
