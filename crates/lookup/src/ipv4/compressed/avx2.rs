@@ -21,9 +21,9 @@ use super::{Compressed, AHEAD_MIN, GROUP, NARROW, NARROW_NONE, NO_ROUTE, REC_MAS
 ///
 /// The tables are words a writer may store concurrently (inside a write window, after
 /// which the reader's sequence check throws the values away), as for the portable loop's
-/// [`RacyWord`] loads: an `asm!` read is opaque to the compiler (no assumption that the
-/// bytes are unchanging, no tearing into several loads), and it keeps the loads as
-/// memory operands of the inserts, one instruction a lane.
+/// [`RacyWord`](super::RacyWord) loads: an `asm!` read is opaque to the compiler (no
+/// assumption that the bytes are unchanging, no tearing into several loads), and it keeps
+/// the loads as memory operands of the inserts, one instruction a lane.
 ///
 /// # Safety
 /// The CPU has AVX; every pointer is valid for a 4-byte read.
