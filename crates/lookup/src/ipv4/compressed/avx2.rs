@@ -8,8 +8,8 @@
 //! property test compares them).
 //!
 //! Selected at run time where the CPU has AVX2. Intrinsics with `#[target_feature]` need
-//! `unsafe fn` at the workspace's MSRV, hence the functions below are `unsafe` with the CPU
-//! feature as their contract.
+//! unsafe functions at the workspace's MSRV, hence the functions below are unsafe with the
+//! CPU feature as their contract.
 
 use std::arch::x86_64::*;
 use std::sync::atomic::Ordering;
@@ -27,7 +27,7 @@ use super::{Compressed, AHEAD_MIN, GROUP, NARROW, NARROW_NONE, NO_ROUTE, REC_MAS
 ///
 /// # Safety
 /// The CPU has AVX; every pointer is valid for a 4-byte read.
-// SAFETY: an `unsafe fn` because the pointers' validity is the caller's to prove (each
+// SAFETY: marked unsafe because the pointers' validity is the caller's to prove (each
 // caller masks its offsets into the table); the block only reads those bytes (`readonly`,
 // no stack, flags kept). The property test compares the loop's answers with the portable
 // loop's.
@@ -81,7 +81,7 @@ unsafe fn load2x64(p: [*const u8; 2]) -> __m128i {
 ///
 /// # Safety
 /// The CPU has AVX2; every `base + SCALE·lane` is valid for a 4-byte read.
-// SAFETY: an `unsafe fn` for `#[target_feature]` and the addresses' contract, which its
+// SAFETY: marked unsafe for `#[target_feature]` and the addresses' contract, which its
 // callers state at each call.
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -164,7 +164,7 @@ pub(super) fn values_staged(c: &Compressed, keys: &[u32], out: &mut [u32]) -> bo
 ///
 /// # Safety
 /// The CPU has AVX2.
-// SAFETY: an `unsafe fn` only because of `#[target_feature]` at the MSRV; it reads no
+// SAFETY: marked unsafe only because of `#[target_feature]` at the MSRV; it reads no
 // memory. `popcount_matches_scalar` below compares it with `u64::count_ones`.
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -187,7 +187,7 @@ unsafe fn popcnt64(x: __m256i) -> __m256i {
 /// # Safety
 /// The CPU has AVX2; `i + 8 <= keys.len()` and `i + 8 <= 256`; `pool_base` is the pool's
 /// first word.
-// SAFETY: an `unsafe fn` for `#[target_feature]` and the range contract above, which its
+// SAFETY: marked unsafe for `#[target_feature]` and the range contract above, which its
 // only caller keeps (`i` steps by 8 below the slice's length rounded down to 8).
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -246,7 +246,7 @@ unsafe fn rank8(pool_base: *const i32, keys: &[u32], rec: &[u32; 256], i: usize)
 /// # Safety
 /// The CPU has AVX2; every lane of `off` is a byte offset from [`rank8`] (or the scalar
 /// stage 2), inside the pool `pool_base` starts.
-// SAFETY: an `unsafe fn` for `#[target_feature]` and the offsets' contract, which its
+// SAFETY: marked unsafe for `#[target_feature]` and the offsets' contract, which its
 // callers keep (they pass what `rank8` returned).
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -282,7 +282,7 @@ unsafe fn resolve8(pool_base: *const i32, off: __m256i, e: __m256i, acc: &mut __
 ///
 /// # Safety
 /// The CPU has AVX2.
-// SAFETY: an `unsafe fn` for `#[target_feature]`; every memory access below states why it
+// SAFETY: marked unsafe for `#[target_feature]`; every memory access below states why it
 // is in bounds.
 #[target_feature(enable = "avx2")]
 unsafe fn staged(c: &Compressed, keys: &[u32], out: &mut [u32]) -> bool {
@@ -387,7 +387,7 @@ unsafe fn staged(c: &Compressed, keys: &[u32], out: &mut [u32]) -> bool {
 ///
 /// # Safety
 /// The CPU has AVX2.
-// SAFETY: an `unsafe fn` only because of `#[target_feature]`; a prefetch reads nothing.
+// SAFETY: marked unsafe only because of `#[target_feature]`; a prefetch reads nothing.
 #[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn prefetch8(c: &Compressed, v: __m256i, shift: u32, l2: bool) {
@@ -413,7 +413,7 @@ unsafe fn prefetch8(c: &Compressed, v: __m256i, shift: u32, l2: bool) {
 /// # Safety
 /// The CPU has AVX2; `j + 8 <= out.len()` and `j + 8 <= 256`; `out[j..j + 8]` holds
 /// offsets from [`rank8`].
-// SAFETY: an `unsafe fn` for `#[target_feature]` and the contract above, which `staged`
+// SAFETY: marked unsafe for `#[target_feature]` and the contract above, which `staged`
 // keeps.
 #[target_feature(enable = "avx2")]
 #[inline]
