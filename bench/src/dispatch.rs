@@ -7,9 +7,11 @@
 //! per node = cycles per walk / node visits (packets over all node calls) per walk. For
 //! dpdk-test, walks = the source's `objs/sec` / burst over its one-timer-second window.
 //! Each round measures pktvec, then runs dpdk-test; the figures are medians over rounds.
+//! pktvec is also timed with its per-call clock read off, and the cost of one read of the
+//! clock on this host is measured, so the table shows what timing the nodes costs.
 
 use pktvec::graph::clock;
-use pktvec::perf::{build, topologies};
+use pktvec::perf::{build_with_clock, topologies};
 use serde::Serialize;
 
 use crate::forwarders::graphs::median;
@@ -39,6 +41,8 @@ const ANCHOR: &str = "rte_graph (dpdk-test)";
 #[derive(Serialize, Clone, Debug)]
 struct Round {
     pktvec_cycles_per_walk: f64,
+    /// The same graph with the dispatcher's clock read off (`node_cycles: false`).
+    pktvec_no_clock_cycles_per_walk: f64,
     pktvec_in_node_cycles_per_call: f64,
     dpdk_cycles_per_walk: Option<f64>,
     dpdk_in_node_cycles_per_call: Option<f64>,
@@ -51,6 +55,7 @@ struct Row {
     nodes_per_walk: usize,
     node_visits_per_walk: usize,
     pktvec_cycles_per_walk: f64,
+    pktvec_no_clock_cycles_per_walk: f64,
     pktvec_cycles_per_node_call: f64,
     pktvec_cycles_per_packet_per_node: f64,
     pktvec_in_node_cycles_per_call: f64,
@@ -88,8 +93,12 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let specs = topologies();
     // rounds[r][t]
     let mut all: Vec<Vec<Round>> = Vec::new();
+    let mut clock_reads = Vec::new();
     for round in 0..rounds {
         println!("round {}/{rounds}", round + 1);
+        let c = clock_read_cycles();
+        println!("  one clock read (rdtsc, back to back): {c:.1} cycles");
+        clock_reads.push(c);
         let mut rs = measure_pktvec(walks, reps)?;
         if !args.no_dpdk {
             for case in run_dpdk_test()? {
@@ -126,6 +135,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 nodes_per_walk: spec.nodes_per_walk,
                 node_visits_per_walk: spec.node_visits_per_walk,
                 pktvec_cycles_per_walk: p,
+                pktvec_no_clock_cycles_per_walk: med(&|r| Some(r.pktvec_no_clock_cycles_per_walk))
+                    .unwrap_or(f64::NAN),
                 pktvec_cycles_per_node_call: p / calls,
                 pktvec_cycles_per_packet_per_node: p / visits,
                 pktvec_in_node_cycles_per_call: med(&|r| Some(r.pktvec_in_node_cycles_per_call))
@@ -138,7 +149,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         })
         .collect();
-    print_table(&rows, rounds);
+    let clock_read = median(&clock_reads);
+    print_table(&rows, rounds, clock_read);
     let headline: Vec<Headline> = rows
         .iter()
         .filter_map(|r| {
@@ -160,35 +172,63 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "walks": walks,
         "repetitions": reps,
         "dpdk_test": !args.no_dpdk,
+        "clock_read_cycles": clock_read,
         "topologies": rows,
     });
     sitting.finish(headline, detail)?;
     Ok(())
 }
 
-/// pktvec on every topology: median cycles per walk of `reps` timed runs of `walks` walks.
+/// Cycles of one read of the dispatcher's clock, back to back (the median of 7 runs of
+/// 100,000 reads): what the per-call clock read costs at least on this host.
+fn clock_read_cycles() -> f64 {
+    let n = 100_000u64;
+    let mut per = Vec::new();
+    for _ in 0..7 {
+        let t0 = clock::now();
+        let mut x = 0u64;
+        for _ in 0..n {
+            x = x.wrapping_add(std::hint::black_box(clock::now()));
+        }
+        std::hint::black_box(x);
+        per.push(clock::now().wrapping_sub(t0) as f64 / n as f64);
+    }
+    median(&per)
+}
+
+/// pktvec on every topology: median cycles per walk of `reps` timed runs of `walks` walks,
+/// with the dispatcher's clock read on (the headline) and off.
 fn measure_pktvec(walks: u64, reps: usize) -> Result<Vec<Round>, Box<dyn std::error::Error>> {
     let mut out = Vec::new();
     for spec in topologies() {
-        let mut g = build(&spec)?;
-        for _ in 0..walks / 10 {
-            g.run_once();
-        }
-        let mut per_walk = Vec::new();
-        for _ in 0..reps {
-            g.reset_stats();
-            let t0 = clock::now();
-            for _ in 0..walks {
+        // One graph per setting; the median cycles per walk of `reps` timed runs each.
+        let time = |g: &mut pktvec::graph::Graph| {
+            for _ in 0..walks / 10 {
                 g.run_once();
             }
-            per_walk.push(clock::now().wrapping_sub(t0) as f64 / walks as f64);
-        }
+            let mut per_walk = Vec::new();
+            for _ in 0..reps {
+                g.reset_stats();
+                let t0 = clock::now();
+                for _ in 0..walks {
+                    g.run_once();
+                }
+                per_walk.push(clock::now().wrapping_sub(t0) as f64 / walks as f64);
+            }
+            median(&per_walk)
+        };
+        let mut g = build_with_clock(&spec, true)?;
+        let cpw = time(&mut g);
+        let no_clock = time(&mut build_with_clock(&spec, false)?);
         let rt = g.runtime();
         let calls: u64 = rt.rows.iter().map(|r| r.calls).sum();
-        let cpw = median(&per_walk);
-        println!("  pktvec {:<32} {cpw:>9.1} cycles/walk", spec.name);
+        println!(
+            "  pktvec {:<32} {cpw:>9.1} cycles/walk ({no_clock:.1} without the clock reads)",
+            spec.name
+        );
         out.push(Round {
             pktvec_cycles_per_walk: cpw,
+            pktvec_no_clock_cycles_per_walk: no_clock,
             pktvec_in_node_cycles_per_call: rt.total_cycles() as f64 / calls.max(1) as f64,
             dpdk_cycles_per_walk: None,
             dpdk_in_node_cycles_per_call: None,
@@ -266,14 +306,18 @@ fn parse_dpdk(text: &str) -> Vec<Autotest> {
     out
 }
 
-fn print_table(rows: &[Row], rounds: usize) {
+fn print_table(rows: &[Row], rounds: usize, clock_read: f64) {
     println!();
     println!("median of {rounds} round(s); ratio = rte_graph cycles per walk / pktvec's (> 1: pktvec cheaper)");
     println!(
-        "{:<32} {:>5} {:>13} {:>13} {:>14} {:>11} {:>11} {:>12} {:>6}",
+        "one clock read: {clock_read:.1} cycles (pktvec reads it once a node call, rte_graph with stats twice)"
+    );
+    println!(
+        "{:<32} {:>5} {:>13} {:>13} {:>13} {:>14} {:>11} {:>11} {:>12} {:>6}",
         "topology",
         "nodes",
         "pktvec c/walk",
+        "no clock",
         "pktvec c/call",
         "pktvec c/pkt/n",
         "dpdk c/walk",
@@ -284,10 +328,11 @@ fn print_table(rows: &[Row], rounds: usize) {
     let opt = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
     for r in rows {
         println!(
-            "{:<32} {:>5} {:>13.1} {:>13.1} {:>14.3} {:>11} {:>11} {:>12} {:>6}",
+            "{:<32} {:>5} {:>13.1} {:>13.1} {:>13.1} {:>14.3} {:>11} {:>11} {:>12} {:>6}",
             r.topology,
             r.nodes_per_walk,
             r.pktvec_cycles_per_walk,
+            r.pktvec_no_clock_cycles_per_walk,
             r.pktvec_cycles_per_node_call,
             r.pktvec_cycles_per_packet_per_node,
             opt(r.dpdk_cycles_per_walk, 1),
