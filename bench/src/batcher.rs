@@ -259,7 +259,7 @@ pub fn run(args: Args) -> Res<()> {
         cg
     } else {
         // Carried over from the previous data file, if it has them.
-        let old = Record::load(&args.common.data_dir.join("batcher.json")).ok();
+        let old = Record::load(&args.common.data_dir().join("batcher.json")).ok();
         old.and_then(|r| {
             let mut cg = r.detail.get("cachegrind").cloned()?;
             if cg.get("measured").is_none() {

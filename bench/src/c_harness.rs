@@ -1,6 +1,7 @@
 //! What the lookup-table comparisons (`lpm4`, `lpm6`, `hash`) share: building and running
 //! our C harnesses in `benches/dpdk/` against the system's DPDK, the scratch directory for
-//! the route and key files both sides read, where the real route tables live, and the median.
+//! the route and key files both sides read, where the real data (route tables, captures)
+//! lives and what to say when it is not there, and the median.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -9,9 +10,60 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 /// Errors of this tool.
 pub type Error = Box<dyn std::error::Error>;
 
-/// `shared/data/routes` next to this checkout (the real route tables, xz-compressed).
+/// The environment variable that moves the real data: `PKTVEC_SHARED_DATA=DIR` reads
+/// `DIR/routes/…` and `DIR/pcap/…` instead of `shared/data` next to this checkout.
+pub const SHARED_DATA_ENV: &str = "PKTVEC_SHARED_DATA";
+
+/// The real data the measurements read (route tables, update streams, captures):
+/// `$PKTVEC_SHARED_DATA` when set and not empty, else `shared/data` next to this checkout
+/// (`../shared/data` from the repository root). A clone elsewhere has none; the areas that
+/// read it then leave out the rows that need it ([`skip_note`]).
+pub fn shared_data_dir() -> PathBuf {
+    match std::env::var_os(SHARED_DATA_ENV) {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+    }
+}
+
+/// `<shared data>/<rel>` ([`shared_data_dir`]).
+pub fn shared_data(rel: &str) -> PathBuf {
+    shared_data_dir().join(rel)
+}
+
+/// `<shared data>/routes` (the real route tables and update streams, xz-compressed).
 pub fn default_routes_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/routes")
+    shared_data("routes")
+}
+
+/// The files of `files` that are not there.
+pub fn missing(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut m: Vec<PathBuf> = Vec::new();
+    for p in files {
+        if !p.is_file() && !m.contains(p) {
+            m.push(p.clone());
+        }
+    }
+    m
+}
+
+/// Says, in one line on stdout, that `what` (e.g. "real route tables") was not found and
+/// what is left out without it: `real route tables not found at <where>: tier1/union rows
+/// skipped`, where `<where>` is the directory when the directory itself is missing, else the
+/// missing files. Returns the note without the paths, for the data file (the pages show
+/// it under the area's table).
+pub fn skip_note(what: &str, missing: &[PathBuf], skipped: &str) -> String {
+    let mut places: Vec<String> = Vec::new();
+    for p in missing {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir());
+        let place = dir.unwrap_or(p).display().to_string();
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
+    println!("{what} not found at {}: {skipped}", places.join(", "));
+    format!("{skipped} ({what} not found)")
 }
 
 /// The median of `v` (the upper one for an even count); 0 for an empty `v`.
@@ -263,5 +315,29 @@ mod tests {
         let a = eal_args("t", 64);
         assert_eq!(a.last().map(String::as_str), Some("--"));
         assert!(a.contains(&"--no-huge".to_string()));
+    }
+
+    #[test]
+    fn missing_files_are_named_once_and_the_note_names_what_is_left_out() {
+        let dir = std::env::temp_dir().join(format!("pktvec-missing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let here = dir.join("here.txt");
+        std::fs::write(&here, "x").unwrap();
+        let gone = dir.join("gone.txt");
+        let elsewhere = dir.join("no-such-dir/t.txt.xz");
+        let lost = missing(&[here.clone(), gone.clone(), elsewhere.clone(), gone.clone()]);
+        assert_eq!(lost, vec![gone.clone(), elsewhere]);
+        assert!(missing(std::slice::from_ref(&here)).is_empty());
+        assert_eq!(
+            skip_note("real route tables", &lost, "tier1 rows skipped"),
+            "tier1 rows skipped (real route tables not found)"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_routes_live_in_the_shared_data() {
+        assert!(default_routes_dir().starts_with(shared_data_dir()));
+        assert!(shared_data("routes/x.txt.xz").ends_with("routes/x.txt.xz"));
     }
 }

@@ -12,13 +12,14 @@
 
 pub mod graphs;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use pktvec::lookup::routes;
 use pktvec::nodes::apps::l3fwd::{L3fwd, L3fwdConfig};
 use serde_json::json;
 
+use crate::c_harness::{missing, shared_data, skip_note};
 use crate::sitting::{Common, Headline, Sitting};
 use graphs::{interleave, median, node_cycles, spread, Chunk, Setting};
 
@@ -33,20 +34,14 @@ pub struct Args {
     /// Seconds per chunk; default 1.0, 0.2 with --quick
     #[arg(long)]
     chunk_secs: Option<f64>,
-    /// The real IPv4 table (`prefix [next-hop]` per line, .xz read through xzcat); the
-    /// tier1 rows are left out if it is missing
-    #[arg(long, default_value_os_t = shared("routes/tier1-fulltable-ipv4.txt.xz"))]
+    /// The real IPv4 table (`prefix [next-hop]` per line, .xz read through xzcat), by
+    /// default under $PKTVEC_SHARED_DATA when that is set, else under shared/data next to
+    /// this checkout; the tier1 rows are left out if it is missing
+    #[arg(long, default_value_os_t = shared_data("routes/tier1-fulltable-ipv4.txt.xz"))]
     routes: PathBuf,
     /// The real capture replayed through l3fwd on the real table (left out if missing)
-    #[arg(long, default_value_os_t = shared("pcap/pcapplusplus/mixed/example.pcap"))]
+    #[arg(long, default_value_os_t = shared_data("pcap/pcapplusplus/mixed/example.pcap"))]
     pcap: PathBuf,
-}
-
-/// `../shared/data/<rel>` next to this checkout.
-fn shared(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(rel)
 }
 
 /// The anchor's name in the headline rows.
@@ -121,7 +116,10 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     )?;
     drop(g);
 
-    if args.routes.exists() {
+    // the rows left out for want of the real data, for the data file
+    let mut skipped = Vec::new();
+    let lost = missing(std::slice::from_ref(&args.routes));
+    if lost.is_empty() {
         let t = Instant::now();
         let r4 = routes::load_ipv4_file(&args.routes)?;
         let n = r4.len();
@@ -135,7 +133,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             &mut g,
         )?;
         drop(g);
-        if args.pcap.exists() {
+        let lost = missing(std::slice::from_ref(&args.pcap));
+        if lost.is_empty() {
             let t = Instant::now();
             let mut g = graphs::l3fwd_pcap(&real, &args.pcap)?;
             measure(
@@ -145,10 +144,14 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 &mut g,
             )?;
         } else {
-            eprintln!("{}: missing, no real-capture row", args.pcap.display());
+            skipped.push(skip_note(
+                "real capture",
+                &lost,
+                "the real-capture row skipped",
+            ));
         }
     } else {
-        eprintln!("{}: missing, no tier1 rows", args.routes.display());
+        skipped.push(skip_note("real route tables", &lost, "tier1 rows skipped"));
     }
 
     let t = Instant::now();
@@ -172,11 +175,14 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     )?;
     drop(g);
 
-    let detail = json!({
+    let mut detail = json!({
         "reps": reps, "chunk_seconds": secs, "pregen": pregen,
         "statistic": "median over timed chunks (TSC); vectors and vectors-of-1 chunks interleaved on one graph",
         "cases": cases,
     });
+    if !skipped.is_empty() {
+        detail["skipped"] = json!(skipped.join("; "));
+    }
     sitting.finish(rows, detail)?;
     Ok(())
 }

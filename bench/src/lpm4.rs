@@ -75,7 +75,9 @@ pub struct Args {
     /// the answers' checksums show that both hold the same table)
     #[arg(long)]
     rte_lpm_add: bool,
-    /// Directory of the real route tables
+    /// Directory of the real route tables: $PKTVEC_SHARED_DATA/routes when that is set,
+    /// else shared/data/routes next to this checkout; without their files the default
+    /// tables' real ones (tier1, union) are skipped, with a note
     #[arg(long, default_value_os_t = c_harness::default_routes_dir())]
     routes_dir: PathBuf,
     /// Keep the route and key files both sides read in this directory (for
@@ -342,6 +344,16 @@ fn add_round(all: &mut Vec<Series>, library: &'static str, round: Vec<(String, f
     }
 }
 
+/// The real route files (in the routes directory) the table `spec` is read from; none for a
+/// generated table or a route file's path.
+fn real_files(spec: &str) -> &'static [&'static str] {
+    match spec {
+        "tier1" => &[TIER1],
+        "union" => &[TIER1, RIPE],
+        _ => &[],
+    }
+}
+
 /// A table by name: (what the rows call it, its routes).
 fn load_table(spec: &str, n_routes: usize, dir: &Path) -> Result<(String, Vec<Route4>), Error> {
     let real = |file: &str| -> Result<Vec<Route4>, Error> {
@@ -379,7 +391,7 @@ fn load_table(spec: &str, n_routes: usize, dir: &Path) -> Result<(String, Vec<Ro
 /// Runs the measurement.
 pub fn run(args: Args) -> Result<(), Error> {
     let quick = args.common.quick;
-    let tables = if args.tables.is_empty() {
+    let mut tables = if args.tables.is_empty() {
         let t: &[&str] = if quick {
             &["tier1", "uniform", "clustered"]
         } else {
@@ -403,6 +415,28 @@ pub fn run(args: Args) -> Result<(), Error> {
         "lookup-tables.md",
         &args.common,
     )?;
+    // The default tables: the real ones are left out, with a note, when their files are not
+    // here (a clone without the shared data); tables named with --tables are read or fail.
+    let mut skipped = None;
+    if args.tables.is_empty() {
+        let path = |f: &&str| args.routes_dir.join(f);
+        let wanted: Vec<PathBuf> = tables
+            .iter()
+            .flat_map(|t| real_files(t))
+            .map(path)
+            .collect();
+        let lost = c_harness::missing(&wanted);
+        if !lost.is_empty() {
+            let gone: Vec<String> = tables
+                .iter()
+                .filter(|t| real_files(t).iter().any(|f| lost.contains(&path(f))))
+                .cloned()
+                .collect();
+            let what = format!("{} rows skipped", gone.join("/"));
+            skipped = Some(c_harness::skip_note("real route tables", &lost, &what));
+            tables.retain(|t| !gone.contains(t));
+        }
+    }
     let harness = if args.no_dpdk || args.count.is_some() {
         None
     } else {
@@ -633,7 +667,7 @@ pub fn run(args: Args) -> Result<(), Error> {
             &curves,
         )?;
     }
-    let detail = json!({
+    let mut detail = json!({
         "keys": n_keys,
         "reps": reps,
         "rounds": rounds,
@@ -643,6 +677,9 @@ pub fn run(args: Args) -> Result<(), Error> {
         "note": "rows: cycles per lookup, per round the best of `reps` passes, median over rounds; [THP] = Lpm4Config::huge_pages true (default), [4 KiB] = false; rte_lpm on EAL --no-huge. pairs (the headline): single passes of lookup_vector_raw (default read path, THP) and rte_lpm_lookup_bulk back to back, the first of a pair alternating; medians of each side and of the pairs' ratios",
         "tables": detail_tables,
     });
+    if let Some(s) = skipped {
+        detail["skipped"] = json!(s);
+    }
     sitting.finish(headline, detail)?;
     Ok(())
 }

@@ -8,9 +8,12 @@
 //! ```
 //!
 //! Each subcommand prints the CPU model and TSC rate it ran on, writes its results to
-//! `docs/results/data/<area>.json` (`--data-dir` elsewhere, `--no-save` nowhere) and its
-//! plot next to its page; `scoreboard` regenerates `docs/results/README.md` and every page's
-//! headline table from those files.
+//! `docs/results/data/<area>.json` (`--data-dir` elsewhere, `--no-save` nowhere; a `--quick`
+//! run to `$TMPDIR/pktvec-quick/data`) and its plot next to its page; `scoreboard`
+//! regenerates `docs/results/README.md` and every page's headline table from those files.
+//! The real route tables, update stream and captures are read from `shared/data` next to
+//! this checkout, or from `$PKTVEC_SHARED_DATA`; without them the rows that need them are
+//! left out, each area saying so in one line.
 
 use clap::{Parser, Subcommand};
 
@@ -41,9 +44,17 @@ mod sitting;
 mod swx;
 mod whippersnapper;
 
+/// What `--help` says about the real data (top level and `scoreboard`).
+const DATA_HELP: &str = "\
+Real data: the route tables, BGP update stream and captures are read from shared/data next \
+to this checkout (../shared/data from the repository root), or from DIR when \
+PKTVEC_SHARED_DATA=DIR is set (DIR/routes, DIR/pcap). Without them lpm4, lpm6 and \
+forwarders leave out their real-table rows and route-updates measures nothing, each saying \
+so in one line; the generated-table rows are measured as usual.";
+
 /// pktvec's benchmarks, each against its anchor, in one tool.
 #[derive(Parser)]
-#[command(name = "pktvec-bench", version, about, long_about = None)]
+#[command(name = "pktvec-bench", version, about, long_about = None, after_help = DATA_HELP)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -91,6 +102,7 @@ enum Cmd {
     /// the other areas' figures
     Host(host::Args),
     /// Run every area in one sitting under one lock, then regenerate the scoreboard
+    #[command(after_help = DATA_HELP)]
     Scoreboard(scoreboard::Args),
 }
 

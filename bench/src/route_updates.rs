@@ -52,6 +52,7 @@ use pktvec::packet::{BufferPool, PoolConfig};
 use pktvec_workers::runtime::{Workers, WorkersConfig, WorkersReport};
 use serde_json::json;
 
+use crate::c_harness;
 use crate::forwarders::graphs::{self, median, BUFFERS};
 use crate::sitting::{Common, Headline, Sitting};
 
@@ -62,8 +63,10 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 pub struct Args {
     #[command(flatten)]
     common: Common,
-    /// Directory of the route tables and update streams
-    #[arg(long, default_value_os_t = crate::c_harness::default_routes_dir())]
+    /// Directory of the route tables and update streams: $PKTVEC_SHARED_DATA/routes when
+    /// that is set, else shared/data/routes next to this checkout; without the three files
+    /// below nothing is measured (a note says so, no data file is written)
+    #[arg(long, default_value_os_t = c_harness::default_routes_dir())]
     routes_dir: PathBuf,
     /// The base table (a file in --routes-dir)
     #[arg(long, default_value = "tier1-fulltable-ipv4.txt.xz")]
@@ -222,12 +225,25 @@ pub fn run(args: Args) -> Res<()> {
     let quick = sitting.quick();
     let rounds = args.rounds.unwrap_or(if quick { 1 } else { 3 });
     let table_path = args.routes_dir.join(&args.table);
+    let upd_path = args.routes_dir.join(&args.updates);
+    let table6_path = args.routes_dir.join(&args.table6);
+    // Every case replays the real stream into the real tables: without them (a clone
+    // without the shared data) there is nothing to measure, and the data file is left as
+    // it is.
+    let lost = c_harness::missing(&[table_path.clone(), upd_path.clone(), table6_path.clone()]);
+    if !lost.is_empty() {
+        c_harness::skip_note(
+            "real route tables",
+            &lost,
+            "route-updates skipped (every case replays the real update stream into the real \
+             tables); no data file written",
+        );
+        return Ok(());
+    }
     let base = routes::load_ipv4_file(&table_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", table_path.display()))?;
-    let upd_path = args.routes_dir.join(&args.updates);
     let stream = updates::load_file(&upd_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", upd_path.display()))?;
-    let table6_path = args.routes_dir.join(&args.table6);
     let base6 = routes::load_ipv6_file(&table6_path)
         .map_err(|e| format!("{}: {e} (see --routes-dir)", table6_path.display()))?;
     let total = stream.ipv4.len() + stream.ipv6.len();

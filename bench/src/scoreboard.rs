@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 .arg("--lock")
                 .arg("")
                 .arg("--data-dir")
-                .arg(&args.common.data_dir);
+                .arg(args.common.data_dir());
             if args.common.quick {
                 cmd.arg("--quick");
             } else if area == "batcher" && has_valgrind() {
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         drop(sitting);
     }
     if !args.common.no_save {
-        let written = render(&args.common.data_dir)?;
+        let written = render(&args.common.data_dir())?;
         for p in written {
             println!("wrote {}", p.display());
         }
@@ -266,6 +266,9 @@ pub fn markdown_table(record: &Record) -> String {
             let _ = writeln!(s, "{} |", cells(r));
         }
     }
+    if let Some(note) = skipped(record) {
+        let _ = writeln!(s, "\nLeft out: {note}.");
+    }
     let _ = writeln!(
         s,
         "\n{}, TSC {:.3} GHz, {} UTC{}; `{}` ({:.0} s).",
@@ -277,6 +280,12 @@ pub fn markdown_table(record: &Record) -> String {
         record.seconds
     );
     s
+}
+
+/// What the area left out for want of data it reads (`detail.skipped`, e.g. "tier1/union
+/// rows skipped (real route tables not found)"), if anything.
+fn skipped(record: &Record) -> Option<&str> {
+    record.detail.get("skipped")?.as_str()
 }
 
 fn load_all(data_dir: &Path) -> Vec<Record> {
@@ -341,6 +350,13 @@ pub fn render(data_dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error
         .collect();
     if !missing.is_empty() {
         let _ = writeln!(s, "\nNot measured in this sitting: {}.", missing.join(", "));
+    }
+    let partial: Vec<String> = records
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.area, skipped(r)?)))
+        .collect();
+    if !partial.is_empty() {
+        let _ = writeln!(s, "\nLeft out: {}.", partial.join("; "));
     }
     let _ = writeln!(s, "\n## Machines\n");
     let mut machines: Vec<String> = records
@@ -514,6 +530,33 @@ mod tests {
         assert!(readme.contains("| [IPv4 LPM vs rte_lpm](lookup-tables.md) | tier1 |"));
         assert!(readme.contains("AMD EPYC, 2026-11-26"));
         assert!(readme.contains("Not measured in this sitting: host, dispatch, prefetch"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn rows_left_out_for_want_of_data_are_said_so() {
+        let mut rec = record("lpm4");
+        assert!(!markdown_table(&rec).contains("Left out"));
+        rec.detail = serde_json::json!({
+            "skipped": "tier1/union rows skipped (real route tables not found)"
+        });
+        let table = markdown_table(&rec);
+        assert!(
+            table.contains("\nLeft out: tier1/union rows skipped (real route tables not found).\n"),
+            "{table}"
+        );
+        let dir = std::env::temp_dir().join(format!("pktvec-left-out-{}", std::process::id()));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("lpm4.json"), serde_json::to_string(&rec).unwrap()).unwrap();
+        render(&data).unwrap();
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains(
+                "\nLeft out: lpm4: tier1/union rows skipped (real route tables not found).\n"
+            ),
+            "{readme}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -15,9 +15,11 @@ pub struct Common {
     /// noisy and not for publishing
     #[arg(long)]
     pub quick: bool,
-    /// Directory of the data files: the results go to <DATA_DIR>/<area>.json, plots next to them
-    #[arg(long, default_value_os_t = default_data_dir())]
-    pub data_dir: PathBuf,
+    /// Directory of the data files: the results go to <DATA_DIR>/<area>.json, plots next to
+    /// them [default: docs/results/data of this checkout; with --quick
+    /// $TMPDIR/pktvec-quick/data, so that a quick run never replaces the committed figures]
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
     /// Print only; write no data file or plot
     #[arg(long)]
     pub no_save: bool,
@@ -26,8 +28,22 @@ pub struct Common {
     pub lock: String,
 }
 
-/// `docs/results/data` of this checkout.
-pub fn default_data_dir() -> PathBuf {
+impl Common {
+    /// Where the data files go: `--data-dir`, else [`default_data_dir`].
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| default_data_dir(self.quick))
+    }
+}
+
+/// `docs/results/data` of this checkout; for a `--quick` run `pktvec-quick/data` in the
+/// temporary directory (its figures are not for publishing, and the scoreboard renders the
+/// README and pages next to the data directory).
+pub fn default_data_dir(quick: bool) -> PathBuf {
+    if quick {
+        return std::env::temp_dir().join("pktvec-quick/data");
+    }
     let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
     bench.parent().unwrap_or(bench).join("docs/results/data")
 }
@@ -343,8 +359,9 @@ impl Sitting {
                 format!("{}-{what}.svg", self.area)
             };
             // the caller draws into it before `finish` creates it for the data file
-            let _ = std::fs::create_dir_all(&self.common.data_dir);
-            self.common.data_dir.join(name)
+            let dir = self.common.data_dir();
+            let _ = std::fs::create_dir_all(&dir);
+            dir.join(name)
         })
     }
 
@@ -370,9 +387,9 @@ impl Sitting {
             print!("{}", crate::scoreboard::text_table(&record.headline));
         }
         if !self.common.no_save {
-            std::fs::create_dir_all(&self.common.data_dir)
-                .map_err(|e| format!("{}: {e}", self.common.data_dir.display()))?;
-            let path = self.common.data_dir.join(format!("{}.json", self.area));
+            let dir = self.common.data_dir();
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let path = dir.join(format!("{}.json", self.area));
             std::fs::write(&path, serde_json::to_string_pretty(&record)? + "\n")
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             if let Some(svg) = self.plot_path("") {
@@ -390,7 +407,7 @@ pub fn command_line() -> String {
     let _ = args.next();
     // what only locates this checkout or a scoreboard's children (`--lock ''`, the default
     // data directory) is left out: the command reads as a user would type it
-    let default_dir = default_data_dir();
+    let default_dir = default_data_dir(std::env::args().any(|a| a == "--quick"));
     let mut kept = Vec::new();
     while let Some(a) = args.next() {
         if a == "--lock" {
@@ -457,6 +474,18 @@ mod tests {
         assert_eq!(describe_cpu("", &|_| 0), "unknown CPU");
         // the model line is `model`, not `model name`
         assert!(!describe_cpu(zen3, &|_| 0).contains("model AMD"));
+    }
+
+    #[test]
+    fn a_quick_run_writes_outside_the_committed_results() {
+        assert!(default_data_dir(false).ends_with("docs/results/data"));
+        let quick = default_data_dir(true);
+        assert!(
+            quick.starts_with(std::env::temp_dir()),
+            "{}",
+            quick.display()
+        );
+        assert!(!quick.starts_with(env!("CARGO_MANIFEST_DIR")));
     }
 
     #[test]
