@@ -6,11 +6,12 @@
 //!   for the prefetching loop (`benches/prefetch_loop.rs`, `pktvec-bench prefetch`).
 //!
 //! As in DPDK's test, the "packets" are buffer indices that no node dereferences: sources
-//! emit a burst of indices, one-arc workers hand their whole vector to the next node,
-//! multi-arc workers split it by percentages (one bulk copy per arc with
-//! [`Context::enqueue_slice`](pktvec_graph::Context::enqueue_slice), remainder to the last
-//! arc, as DPDK's workers do with `rte_node_enqueue`),
-//! sinks forget it. What is measured is the engine: scheduling, the dynamic call, the
+//! write a burst of indices straight into the next node's pending vector (one bulk copy per
+//! arc with [`Context::enqueue_slice`](pktvec_graph::Context::enqueue_slice), as DPDK's
+//! sources reserve slots in the next node's stream), one-arc workers hand their whole vector
+//! to the next node, multi-arc workers split it by percentages (one bulk copy per arc,
+//! remainder to the last arc, as DPDK's workers do with `rte_node_enqueue`), sinks forget
+//! it. What is measured is the engine: scheduling, the dynamic call, the
 //! hand-over or copy, the counters.
 //!
 //! ```
@@ -60,9 +61,10 @@ impl Node for PerfSource {
     type Error = NoError;
     const KIND: NodeKind = NodeKind::Input;
     #[inline]
-    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        frame.extend_from_slice(&self.idx);
-        cx.enqueue_all(frame, PerfNext::A0);
+    fn process(&mut self, cx: &mut Context<'_, Self>, _frame: &mut Frame) {
+        // Straight into the next node's pending vector, as DPDK's test source reserves
+        // its slots in the next node's stream (`rte_node_next_stream_get`).
+        cx.enqueue_slice(&self.idx, PerfNext::A0);
     }
 }
 
@@ -267,20 +269,19 @@ impl Node for SplitSource {
     type Error = NoError;
     const KIND: NodeKind = NodeKind::Input;
     #[inline]
-    fn process(&mut self, cx: &mut Context<'_, Self>, frame: &mut Frame) {
-        frame.extend_from_slice(&self.idx);
-        let n = frame.len();
+    fn process(&mut self, cx: &mut Context<'_, Self>, _frame: &mut Frame) {
+        // One bulk copy into each next node's pending vector (DPDK's test source takes one
+        // stream per edge).
+        let n = self.idx.len();
         let per = n / self.arcs;
-        let nexts = frame.nexts_mut();
-        for arc in 0..self.arcs {
+        for (arc, &next) in ARCS.iter().enumerate().take(self.arcs) {
             let end = if arc + 1 == self.arcs {
                 n
             } else {
                 (arc + 1) * per
             };
-            nexts[arc * per..end].fill(arc as u16);
+            cx.enqueue_slice(&self.idx[arc * per..end], next);
         }
-        cx.enqueue_frame(frame);
     }
 }
 

@@ -20,6 +20,7 @@
 use crate::builtin::{DropNode, DROP_NODE};
 use crate::graph::{DynNode, Graph, Names, NodeSlot};
 use crate::node::{ErrorReason, Next, Node, NodeKind};
+use crate::runtime::CallSite;
 use crate::GraphConfig;
 use pktvec_packet::BufferPool;
 use std::any::TypeId;
@@ -249,14 +250,18 @@ impl GraphBuilder {
                 name: n.name,
                 kind: n.kind,
                 node: n.node,
-                arcs: arcs.into_boxed_slice(),
+                site: CallSite {
+                    arcs: arcs.into_boxed_slice(),
+                    id: slots.len() as u32,
+                    error_base: error_base as u16,
+                    is_input: n.kind == NodeKind::Input,
+                },
                 arc_names: n.arc_names,
-                error_base: error_base as u16,
                 stats: Default::default(),
             });
         }
         for s in &slots {
-            for (i, &t) in s.arcs.iter().enumerate() {
+            for (i, &t) in s.site.arcs.iter().enumerate() {
                 if slots[t as usize].kind == NodeKind::Input {
                     return Err(GraphError::ArcToInput {
                         node: s.name.clone(),

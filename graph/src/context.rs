@@ -19,7 +19,7 @@
 
 use crate::loops;
 use crate::node::{ErrorReason, Next, Node, NodeKind, Verdict};
-use crate::runtime::Runtime;
+use crate::runtime::{CallSite, Runtime};
 use crate::{Frame, MAX_VECTOR_SIZE};
 use pktvec_packet::{BufferMeta, BufferPool, MetaFlags, Packet, PacketMut, PacketsMut};
 use std::marker::PhantomData;
@@ -30,29 +30,18 @@ pub const MAX_SUB_BATCH: usize = 256;
 /// The view a node has of the graph while it runs.
 pub struct Context<'a, N: Node + ?Sized> {
     rt: &'a mut Runtime,
-    /// Node id of each arc; one more entry at the end: the drop node.
-    arcs: &'a [u32],
-    node: u32,
-    error_base: u16,
-    is_input: bool,
+    /// This node's id, arcs and error base.
+    site: &'a CallSite,
     emitted: u64,
     _node: PhantomData<fn(&N)>,
 }
 
 impl<'a, N: Node + ?Sized> Context<'a, N> {
-    pub(crate) fn new(
-        rt: &'a mut Runtime,
-        arcs: &'a [u32],
-        node: u32,
-        error_base: u16,
-        is_input: bool,
-    ) -> Self {
+    #[inline(always)]
+    pub(crate) fn new(rt: &'a mut Runtime, site: &'a CallSite) -> Self {
         Context {
             rt,
-            arcs,
-            node,
-            error_base,
-            is_input,
+            site,
             emitted: 0,
             _node: PhantomData,
         }
@@ -107,7 +96,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// This node's id in the graph.
     #[inline(always)]
     pub fn node_id(&self) -> u32 {
-        self.node
+        self.site.id
     }
 
     /// Graph-wide error index of one of this node's drop reasons (what
@@ -115,7 +104,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// with it).
     #[inline(always)]
     pub fn error_index(&self, reason: N::Error) -> u16 {
-        self.error_base + 1 + reason.index()
+        self.site.error_base + 1 + reason.index()
     }
 
     /// The map from verdicts to next-slot values, for nodes that fill
@@ -124,7 +113,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     pub fn verdict_map(&self) -> VerdictMap<N> {
         VerdictMap {
             drop_arc: self.drop_arc(),
-            error_base: self.error_base + 1,
+            error_base: self.site.error_base + 1,
             _node: PhantomData,
         }
     }
@@ -134,7 +123,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// skip a step only when an arc was pointed past it.
     #[inline(always)]
     pub fn next_node_id(&self, next: N::Next) -> u32 {
-        self.arcs
+        self.site
+            .arcs
             .get(next.index() as usize)
             .copied()
             .unwrap_or(self.rt.drop_node)
@@ -142,17 +132,17 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
 
     #[inline(always)]
     fn drop_arc(&self) -> u16 {
-        (self.arcs.len() - 1) as u16
+        (self.site.arcs.len() - 1) as u16
     }
 
     /// Node id of an arc; an arc index the node does not have leads to the drop node and
     /// marks the packets with this node's "invalid next arc" error.
     #[inline(always)]
     fn target(&mut self, arc: u16, bis: &[u32]) -> u32 {
-        match self.arcs.get(arc as usize) {
+        match self.site.arcs.get(arc as usize) {
             Some(&t) => t,
             None => {
-                let e = self.error_base;
+                let e = self.site.error_base;
                 for &bi in bis {
                     self.rt.pool.meta_mut(bi).error = e;
                 }
@@ -161,20 +151,29 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         }
     }
 
-    /// Work done on every packet that leaves this node: trace marking and latency stamps
-    /// for input nodes, capture taps, and the emitted count.
+    /// Work done on every packet that leaves this node: the emitted count and, when
+    /// something observes packets (a trace, latency, a capture tap), the slow path.
     #[inline(always)]
     fn leaving(&mut self, bis: &[u32]) {
         self.emitted += bis.len() as u64;
-        if self.is_input && self.rt.latency.on {
+        if self.rt.observe {
+            self.leaving_observed(bis);
+        }
+    }
+
+    /// Trace marking and latency stamps for input nodes, and this node's capture tap.
+    #[cold]
+    #[inline(never)]
+    fn leaving_observed(&mut self, bis: &[u32]) {
+        if self.site.is_input && self.rt.latency.on {
             self.rt.latency.stamp(bis, crate::clock::now());
         }
-        if self.is_input && self.rt.trace.budget > 0 {
+        if self.site.is_input && self.rt.trace.budget > 0 {
             self.mark_traced(bis);
         }
         if self.rt.any_tap {
             let rt = &mut *self.rt;
-            if let Some(tap) = rt.taps[self.node as usize].as_mut() {
+            if let Some(tap) = rt.taps[self.site.id as usize].as_mut() {
                 tap.write(&rt.pool, bis);
             }
         }
@@ -251,7 +250,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// mark packets, no capture tap on this node).
     #[inline]
     pub fn can_enqueue_raw(&self, next: N::Next) -> bool {
-        let Some(&t) = self.arcs.get(next.index() as usize) else {
+        let Some(&t) = self.site.arcs.get(next.index() as usize) else {
             return false;
         };
         let rt = &*self.rt;
@@ -259,7 +258,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
         rt.takes_raw[t as usize]
             && p.raw == p.bufs.len()
             && rt.trace.budget == 0
-            && !(rt.any_tap && rt.taps[self.node as usize].is_some())
+            && !(rt.any_tap && rt.taps[self.site.id as usize].is_some())
     }
 
     /// Sends the whole frame on arc `next` as *raw* buffers, without their metadata: an
@@ -340,10 +339,10 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             return false;
         }
         self.emitted += n as u64;
-        if self.is_input && self.rt.latency.on {
+        if self.site.is_input && self.rt.latency.on {
             self.rt.latency.stamp(&frame.bufs, crate::clock::now());
         }
-        let t = self.arcs[next.index() as usize];
+        let t = self.site.arcs[next.index() as usize];
         let p = self.rt.hand_over(t, frame);
         // Everything pending was raw (`can_enqueue_raw`), and so is what came.
         p.raw = p.bufs.len();
@@ -437,8 +436,8 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
             "count_created: the reason's enum is not the node's CREATED"
         );
         let rt = &mut *self.rt;
-        let base = rt.created_base[self.node as usize] as usize;
-        let end = rt.created_base[self.node as usize + 1] as usize;
+        let base = rt.created_base[self.site.id as usize] as usize;
+        let end = rt.created_base[self.site.id as usize + 1] as usize;
         let i = base + reason.index() as usize;
         if i < end {
             rt.created_counts[i] += n;
@@ -462,7 +461,7 @@ impl<'a, N: Node + ?Sized> Context<'a, N> {
     /// [`drop_uncreated`](Self::drop_uncreated).
     #[inline]
     pub fn drop_unreceived(&mut self, error: N::Error, n: u64) {
-        debug_assert!(self.is_input, "drop_unreceived is for input nodes");
+        debug_assert!(self.site.is_input, "drop_unreceived is for input nodes");
         self.rt.unreceived += n;
         self.count_unbuffered_drops(error, n);
     }

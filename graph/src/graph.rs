@@ -12,7 +12,7 @@ use crate::capture::{CaptureError, Tap};
 use crate::context::Context;
 use crate::frame::Frame;
 use crate::node::{Node, NodeKind};
-use crate::runtime::{Pending, ReadyRing, Runtime};
+use crate::runtime::{CallSite, Pending, ReadyRing, Runtime};
 use crate::stats::{Conservation, ErrorTable, NodeStats, RuntimeTable};
 use crate::trace::Trace;
 use crate::{clock, GraphConfig, GraphError, InputDrain};
@@ -21,15 +21,7 @@ use std::path::Path;
 
 /// Object-safe face of [`Node`]: the one dynamic call per vector.
 pub(crate) trait DynNode: Send {
-    fn process_dyn(
-        &mut self,
-        rt: &mut Runtime,
-        arcs: &[u32],
-        id: u32,
-        error_base: u16,
-        is_input: bool,
-        frame: &mut Frame,
-    ) -> u64;
+    fn process_dyn(&mut self, rt: &mut Runtime, site: &CallSite, frame: &mut Frame) -> u64;
     fn format_trace_dyn(&self, pkt: Packet<'_>, out: &mut String);
     fn takes_raw_dyn(&self) -> bool;
     fn type_name_dyn(&self) -> &'static str;
@@ -39,16 +31,8 @@ pub(crate) trait DynNode: Send {
 
 impl<N: Node> DynNode for N {
     #[inline]
-    fn process_dyn(
-        &mut self,
-        rt: &mut Runtime,
-        arcs: &[u32],
-        id: u32,
-        error_base: u16,
-        is_input: bool,
-        frame: &mut Frame,
-    ) -> u64 {
-        let mut cx = Context::<N>::new(rt, arcs, id, error_base, is_input);
+    fn process_dyn(&mut self, rt: &mut Runtime, site: &CallSite, frame: &mut Frame) -> u64 {
+        let mut cx = Context::<N>::new(rt, site);
         self.process(&mut cx, frame);
         cx.emitted()
     }
@@ -78,10 +62,9 @@ pub(crate) struct NodeSlot {
     pub name: String,
     pub kind: NodeKind,
     pub node: Box<dyn DynNode>,
-    /// Node id of each arc, then the drop node.
-    pub arcs: Box<[u32]>,
+    /// Id, arcs (then the drop node) and error base, as a call hands them to the node.
+    pub site: CallSite,
     pub arc_names: &'static [&'static str],
-    pub error_base: u16,
     pub stats: NodeStats,
 }
 
@@ -193,7 +176,6 @@ impl Graph {
                 nodes: (0..n)
                     .map(|_| Pending {
                         bufs: Vec::with_capacity(cap),
-                        scheduled: false,
                         raw: 0,
                     })
                     .collect(),
@@ -204,6 +186,7 @@ impl Graph {
                 trace: Trace::default(),
                 taps: (0..n).map(|_| None).collect(),
                 any_tap: false,
+                observe: false,
                 takes_raw: slots.iter().map(|s| s.node.takes_raw_dyn()).collect(),
                 injected: 0,
                 sink_drops: 0,
@@ -335,7 +318,8 @@ impl Graph {
         self.slots
             .get(id as usize)
             .map(|s| {
-                s.arcs
+                s.site
+                    .arcs
                     .iter()
                     .map(|&t| self.slots[t as usize].name.as_str())
                     .collect()
@@ -383,17 +367,17 @@ impl Graph {
                 InputDrain::WhenFull => n >= self.rt.cfg.vector_size as u64,
             };
             if now {
-                t = self.drain(t, &mut budget);
+                (t, budget) = self.drain(t, budget);
             }
         }
-        self.drain(t, &mut budget);
+        self.drain(t, budget);
         produced
     }
 
     /// Runs pending nodes without polling the input nodes (after [`inject`](Self::inject)).
     pub fn dispatch_pending(&mut self) {
-        let mut budget = self.rt.cfg.max_calls_per_run;
-        self.drain(self.now(), &mut budget);
+        let budget = self.rt.cfg.max_calls_per_run;
+        self.drain(self.now(), budget);
     }
 
     /// The cycle counter, or 0 without [`GraphConfig::node_cycles`].
@@ -419,9 +403,9 @@ impl Graph {
         }
     }
 
-    /// Runs pending nodes until none is left or `budget` calls were made (counted down);
-    /// `t` is the clock at the start. Returns the clock at the end.
-    fn drain(&mut self, mut t: u64, budget: &mut usize) -> u64 {
+    /// Runs pending nodes until none is left or `budget` calls were made; `t` is the clock
+    /// at the start. Returns the clock at the end and the calls left of `budget`.
+    fn drain(&mut self, mut t: u64, mut budget: usize) -> (u64, usize) {
         // Split borrows: the node table, the arcs, the counters, the working frame and the
         // runtime are distinct fields, so nothing is moved per call.
         let Graph {
@@ -432,36 +416,32 @@ impl Graph {
             ..
         } = self;
         let v = rt.cfg.vector_size;
-        if *budget == 0 {
-            return t;
+        if budget == 0 {
+            return (t, budget);
         }
         while let Some(id) = rt.ready.pop() {
             let idu = id as usize;
             let pending = &mut rt.nodes[idu];
-            pending.scheduled = false;
             if pending.bufs.len() <= v {
                 // O(1): the pending vector becomes the frame, the empty frame becomes the
                 // pending vector.
                 std::mem::swap(&mut spare.bufs, &mut pending.bufs);
                 spare.raw = std::mem::take(&mut pending.raw);
             } else {
-                // More than one vector waits: take the oldest V, keep the rest for later.
+                // More than one vector waits: take the oldest V, keep the rest (not empty)
+                // for later, queued again.
                 spare.bufs.extend_from_slice(&pending.bufs[..v]);
                 pending.bufs.drain(..v);
                 spare.raw = pending.raw.min(v);
                 pending.raw -= spare.raw;
-                rt.schedule(id);
+                rt.ready.push(id);
             }
             let n = spare.bufs.len() as u64;
-            if rt.trace.active {
-                record_entry(&slots[idu], id, rt, error_names, spare);
-            }
             let slot = &mut slots[idu];
-            if rt.latency.on && slot.kind == NodeKind::Sink {
-                rt.latency.record(idu, &spare.bufs, clock::now());
+            if rt.observe {
+                observe_entry(slot, rt, error_names, spare);
             }
-            slot.node
-                .process_dyn(rt, &slot.arcs, id, slot.error_base, false, spare);
+            slot.node.process_dyn(rt, &slot.site, spare);
             spare.clear();
             let now = if rt.cfg.node_cycles { clock::now() } else { 0 };
             let s = &mut slot.stats;
@@ -470,12 +450,12 @@ impl Graph {
             s.packets += n;
             s.cycles += now.wrapping_sub(t);
             t = now;
-            *budget -= 1;
-            if *budget == 0 {
+            budget -= 1;
+            if budget == 0 {
                 break;
             }
         }
-        t
+        (t, budget)
     }
 
     #[inline]
@@ -484,9 +464,7 @@ impl Graph {
             slots, spare, rt, ..
         } = self;
         let slot = &mut slots[id as usize];
-        let emitted = slot
-            .node
-            .process_dyn(rt, &slot.arcs, id, slot.error_base, true, spare);
+        let emitted = slot.node.process_dyn(rt, &slot.site, spare);
         spare.clear();
         if !rt.trace.just_marked.is_empty() {
             self.record_marked(id);
@@ -519,6 +497,7 @@ impl Graph {
                 .map(|_| crate::latency::Histogram::default())
                 .collect();
         }
+        self.rt.refresh_observe();
     }
 
     /// Whether latency is being measured.
@@ -544,6 +523,7 @@ impl Graph {
     /// Traces the next `n` packets produced by input nodes (adds to any budget left).
     pub fn trace_add(&mut self, n: usize) {
         self.rt.trace.add(n);
+        self.rt.refresh_observe();
     }
 
     /// The packet trace; `Display` prints it like VPP's `show trace`.
@@ -554,6 +534,7 @@ impl Graph {
     /// Empties the trace and stops tracing.
     pub fn trace_clear(&mut self) {
         self.rt.trace.clear();
+        self.rt.refresh_observe();
     }
 
     /// Starts copying the packets that node `node` sends on to a pcap file, at most
@@ -570,6 +551,7 @@ impl Graph {
             old.finish()?;
         }
         self.rt.any_tap = true;
+        self.rt.refresh_observe();
         Ok(())
     }
 
@@ -580,6 +562,7 @@ impl Graph {
             .take()
             .ok_or_else(|| CaptureError::NotCapturing(node.to_string()))?;
         self.rt.any_tap = self.rt.taps.iter().any(Option::is_some);
+        self.rt.refresh_observe();
         tap.finish()
     }
 
@@ -686,6 +669,25 @@ fn wrong_type<N: Node>(name: &str, found: &'static str) -> NodeLookupError {
         name: name.to_string(),
         wanted: std::any::type_name::<N>(),
         found,
+    }
+}
+
+/// What a node call does while something observes packets ([`Runtime::observe`]): trace
+/// records for the traced packets entering the node, their latency when it is a sink.
+#[cold]
+#[inline(never)]
+fn observe_entry(
+    slot: &NodeSlot,
+    rt: &mut Runtime,
+    error_names: &[(String, String)],
+    frame: &Frame,
+) {
+    let id = slot.site.id;
+    if rt.trace.active {
+        record_entry(slot, id, rt, error_names, frame);
+    }
+    if rt.latency.on && slot.kind == NodeKind::Sink {
+        rt.latency.record(id as usize, &frame.bufs, clock::now());
     }
 }
 

@@ -22,6 +22,11 @@ pub(crate) struct Runtime {
     pub trace: Trace,
     pub taps: Vec<Option<Tap>>,
     pub any_tap: bool,
+    /// Something looks at packets on their way: a trace, latency stamps or a capture tap
+    /// (`trace.active || latency.on || any_tap`, kept by [`Runtime::refresh_observe`]).
+    /// The dispatcher and `Context` test this one flag per call and take the slow path
+    /// only when it is set.
+    pub observe: bool,
     /// Per node: whether it takes raw buffers ([`Node::takes_raw`](crate::Node::takes_raw)),
     /// asked once when the graph is built.
     pub takes_raw: Vec<bool>,
@@ -44,17 +49,32 @@ pub(crate) struct Runtime {
     pub latency: crate::latency::Latency,
 }
 
-/// What waits for one node.
+/// What a node call needs to know of its node, fixed when the graph is built: handed to
+/// the node's [`Context`](crate::Context) by reference, so a call passes one pointer for all.
+pub(crate) struct CallSite {
+    /// Node id of each arc; one more entry at the end: the drop node.
+    pub arcs: Box<[u32]>,
+    /// The node's id.
+    pub id: u32,
+    /// Graph-wide index of the node's "invalid next arc" error; its reasons follow.
+    pub error_base: u16,
+    /// Whether the node is an input node (its packets enter the graph).
+    pub is_input: bool,
+}
+
+/// What waits for one node. A node is in the ready ring exactly while its `bufs` is not
+/// empty: it is queued when packets come to an empty pending vector and leaves the ring
+/// when the dispatcher takes them.
 pub(crate) struct Pending {
     pub bufs: Vec<u32>,
-    pub scheduled: bool,
     /// How many of the first `bufs` are raw (see [`Frame::raw_len`](crate::Frame::raw_len));
     /// at most `bufs.len()`.
     pub raw: usize,
 }
 
 /// FIFO of node ids with a fixed power-of-two capacity larger than the node count. Each
-/// node is queued at most once (see [`Pending::scheduled`]), so it never overflows.
+/// node is queued at most once (only while it has pending packets, see [`Pending`]), so it
+/// never overflows.
 pub(crate) struct ReadyRing {
     buf: Box<[u32]>,
     mask: u32,
@@ -98,28 +118,27 @@ impl ReadyRing {
 }
 
 impl Runtime {
-    #[inline(always)]
-    pub fn schedule(&mut self, node: u32) {
-        let p = &mut self.nodes[node as usize];
-        if !p.scheduled {
-            p.scheduled = true;
-            self.ready.push(node);
-        }
+    /// Recomputes [`observe`](Self::observe); called whenever tracing, latency or a
+    /// capture tap is started or stopped.
+    pub fn refresh_observe(&mut self) {
+        self.observe = self.trace.active || self.latency.on || self.any_tap;
     }
 
-    /// Appends `bis` to `node`'s pending vector and schedules it.
+    /// Appends `bis` to `node`'s pending vector; queues the node if nothing was pending.
     #[inline(always)]
     pub fn push(&mut self, node: u32, bis: &[u32]) {
+        if bis.is_empty() {
+            return;
+        }
         let p = &mut self.nodes[node as usize];
-        p.bufs.extend_from_slice(bis);
-        if !p.scheduled {
-            p.scheduled = true;
+        if p.bufs.is_empty() {
             self.ready.push(node);
         }
+        p.bufs.extend_from_slice(bis);
     }
 
     /// Moves the whole of `frame` to `node`'s pending vector, by swapping the two vectors
-    /// when nothing is pending (rte_graph's stream move), and schedules the node; the frame
+    /// when nothing is pending (rte_graph's stream move), and queues the node; the frame
     /// is left empty and its raw count 0. What comes is not raw (a raw prefix the frame
     /// had is lost here: the pool does not hold those buffers) unless the caller, which
     /// knows better (`Context::enqueue_raw`), says so in the returned pending vector.
@@ -128,21 +147,25 @@ impl Runtime {
         let p = &mut self.nodes[node as usize];
         if p.bufs.is_empty() {
             std::mem::swap(&mut p.bufs, &mut frame.bufs);
+            // Callers hand over non-empty frames; an empty one must not queue the node.
+            if !p.bufs.is_empty() {
+                self.ready.push(node);
+            }
         } else {
             p.bufs.extend_from_slice(&frame.bufs);
         }
         frame.clear();
-        if !p.scheduled {
-            p.scheduled = true;
-            self.ready.push(node);
-        }
         p
     }
 
-    /// Appends one buffer to `node`'s pending vector and schedules it.
+    /// Appends one buffer to `node`'s pending vector; queues the node if nothing was pending.
     #[inline(always)]
     pub fn push_one(&mut self, node: u32, bi: u32) {
-        self.push(node, std::slice::from_ref(&bi));
+        let p = &mut self.nodes[node as usize];
+        if p.bufs.is_empty() {
+            self.ready.push(node);
+        }
+        p.bufs.push(bi);
     }
 
     /// Packets waiting in pending vectors.
