@@ -1,20 +1,25 @@
 //! `handoff`: the cost of moving buffer indices from one core to another through
-//! `pktvec_workers::ring` (single producer, single consumer), against DPDK's `rte_ring` in
-//! the same sitting: `echo ring_perf_autotest | dpdk-test --no-huge -m 512 --no-pci -l 0-1`,
-//! its "two physical cores" SP/SC bulk 32 figure.
+//! `pktvec_workers::ring` (single producer, single consumer), against DPDK's `rte_ring`
+//! on the same two cores, interleaved.
 //!
 //! Two threads pinned to two different cores move indices through one ring of 4,096 slots
-//! (dpdk-test's ring size) with DPDK's bulk semantics, as dpdk-test does: the producer
-//! enqueues whole chunks of 32 (or 256, a whole vector) from a fixed array of indices
-//! (`Producer::enqueue_bulk`: all or nothing), the consumer dequeues whole chunks
-//! (`Consumer::dequeue_bulk`) and checks that the stream arrives in order. Either side
-//! pauses (`spin_loop`) after a try that found no room or not enough indices.
-//! Each thread times its own loop with the TSC. The unit is DPDK's: the producer's cycles
-//! per index plus the consumer's cycles per index (dpdk-test prints the sum of the enqueuing
-//! and the dequeuing core's cycles per element); the wall-clock cycles per index (about half
-//! of it, as the two run at once) are in the details. Figures are medians over rounds; the
-//! ratio is the median of the rounds' own ratios (each round runs pktvec, then dpdk-test,
-//! back to back), which the machine's swings between rounds do not skew.
+//! (dpdk-test's ring size) with DPDK's bulk semantics: the producer enqueues whole chunks
+//! of 32 (or 256, a whole vector) from a fixed array of indices (`Producer::enqueue_bulk`:
+//! all or nothing), the consumer dequeues whole chunks (`Consumer::dequeue_bulk`) and checks
+//! that the stream arrives in order. Either side pauses (`spin_loop`) after a try that found
+//! no room or not enough indices. Each thread times its own loop with the TSC. The unit is
+//! DPDK's: the producer's cycles per index plus the consumer's (dpdk-test prints the sum of
+//! the enqueuing and the dequeuing core's cycles per element); the wall-clock cycles per
+//! index (about half of it, as the two run at once) are in the details.
+//!
+//! The anchor is `benches/dpdk/ring_bench.c`: dpdk-test's `ring_perf_autotest` "two
+//! physical cores" SP/SC bulk 32 test on demand (an `rte_ring` of 4,096 pointer slots, the
+//! EAL's main lcore producing, a worker lcore consuming, on the same two cores). A guest's
+//! cross-core cost moves several-fold within seconds (its vCPUs move between physical
+//! cores), so the two sides run in pairs of short slices, back to back, the order
+//! alternating; each pair gives a ratio, and the headline is the median of the pairs'
+//! ratios. dpdk-test's own figure is taken once at the end of the sitting, as a check that
+//! the harness measures what dpdk-test does.
 
 use std::sync::{Arc, Barrier};
 
@@ -22,6 +27,7 @@ use pktvec::graph::clock;
 use pktvec_workers::ring::{ring, RingStats};
 use serde::Serialize;
 
+use crate::c_harness;
 use crate::forwarders::graphs::median;
 use crate::sitting::{Common, Headline, Sitting};
 
@@ -30,22 +36,24 @@ use crate::sitting::{Common, Headline, Sitting};
 pub struct Args {
     #[command(flatten)]
     common: Common,
-    /// Rounds (pktvec's chunk sizes, then dpdk-test, each round); default 3, 1 with --quick
+    /// Pairs (pktvec's chunk sizes and rte_ring, back to back, the order alternating);
+    /// default 21, 3 with --quick
     #[arg(long)]
-    rounds: Option<usize>,
-    /// Indices moved per chunk size and round; default 300,000,000, 20,000,000 with --quick
+    pairs: Option<usize>,
+    /// Indices moved per slice (each side, each chunk size, each pair); default 10,000,000,
+    /// 2,000,000 with --quick (a multiple of 256)
     #[arg(long)]
     indices: Option<u64>,
     /// Ring capacity in slots (a power of two; dpdk-test's ring has 4,096)
     #[arg(long, default_value_t = 4096)]
     capacity: usize,
-    /// Measure pktvec only, without dpdk-test (no headline rows then)
+    /// Measure pktvec only, without rte_ring or dpdk-test (no headline rows then)
     #[arg(long)]
     no_dpdk: bool,
 }
 
 /// The anchor's name in the headline rows.
-const ANCHOR: &str = "rte_ring SP/SC bulk 32 (dpdk-test)";
+const ANCHOR: &str = "rte_ring SP/SC bulk 32 (interleaved)";
 
 /// Chunk sizes measured: DPDK's largest bulk size, and a whole vector.
 const CHUNKS: [usize; 2] = [32, 256];
@@ -68,14 +76,43 @@ struct Pair {
     stats: RingStats,
 }
 
+/// The C harness in serve mode over the same two cores: `ring_bench` on lcores 0-1.
+fn start_rte_ring(
+    pc: core_affinity::CoreId,
+    cc: core_affinity::CoreId,
+    capacity: usize,
+    indices: u64,
+) -> Result<c_harness::Served, Box<dyn std::error::Error>> {
+    let bin = c_harness::build("ring_bench")?;
+    let mut eal = c_harness::eal_args("handoff", 256);
+    // two lcores, the producer's core first (the main lcore produces)
+    if let Some(l) = eal.iter().position(|a| a == "-l") {
+        eal[l + 1] = format!("{},{}", pc.id, cc.id);
+    }
+    eal.extend([capacity.to_string(), "32".into(), indices.to_string()]);
+    c_harness::Served::start(&bin, &eal)
+}
+
+/// One run of the C harness: (producer, consumer) cycles per element.
+fn rte_ring_slice(h: &mut c_harness::Served) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let lines = h.round()?;
+    lines
+        .iter()
+        .find(|f| f.first().map(String::as_str) == Some("result"))
+        .and_then(|f| Some((f.get(1)?.parse().ok()?, f.get(2)?.parse().ok()?)))
+        .ok_or_else(|| format!("ring_bench gave no result: {lines:?}").into())
+}
+
 /// Runs the measurement.
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let quick = args.common.quick;
-    let rounds = args.rounds.unwrap_or(if quick { 1 } else { 3 }).max(1);
+    let pairs = args.pairs.unwrap_or(if quick { 3 } else { 21 }).max(1);
     let indices = args
         .indices
-        .unwrap_or(if quick { 20_000_000 } else { 300_000_000 })
-        .max(1);
+        .unwrap_or(if quick { 2_000_000 } else { 10_000_000 })
+        .max(256)
+        / 256
+        * 256;
     let capacity = args.capacity.max(1).next_power_of_two();
     let sitting = Sitting::begin(
         "handoff",
@@ -94,41 +131,68 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (pc, cc) = (cores[0], cores[1]);
     println!(
         "producer pinned to core {}, consumer to core {} ({} cores online); ring of {capacity} \
-         u32 indices; {indices} indices per chunk size, {rounds} round(s), {}",
+         u32 indices; {indices} indices per slice, {pairs} pair(s), {}",
         pc.id,
         cc.id,
         cores.len(),
         if args.no_dpdk {
-            "no dpdk-test (--no-dpdk)".to_string()
+            "no rte_ring (--no-dpdk)".to_string()
         } else {
-            "then echo ring_perf_autotest | dpdk-test --no-huge -m 512 --no-pci -l 0-1 \
-             (its ring: 4096 slots of 8-byte pointers)"
+            "each with benches/dpdk/ring_bench.c (rte_ring of 4096 8-byte pointers, bulk 32) \
+             on the same cores; then echo ring_perf_autotest | dpdk-test once"
                 .into()
         }
     );
-    // per[round][chunk]
+    let mut harness = if args.no_dpdk {
+        None
+    } else {
+        Some(start_rte_ring(pc, cc, capacity, indices)?)
+    };
+    // per[pair][chunk]; rte[pair] = (producer, consumer)
     let mut per: Vec<Vec<Pair>> = Vec::new();
-    let mut dpdk: Vec<f64> = Vec::new();
-    for round in 0..rounds {
-        println!("round {}/{rounds}", round + 1);
+    let mut rte: Vec<(f64, f64)> = Vec::new();
+    for pair in 0..pairs {
+        // the first slot of a pair alternates, so that neither side always goes first
+        let rte_first = pair % 2 == 1;
+        let mut d = None;
+        if let (true, Some(h)) = (rte_first, harness.as_mut()) {
+            d = Some(rte_ring_slice(h)?);
+        }
         let mut row = Vec::new();
         for &chunk in &CHUNKS {
-            let p = measure(chunk, indices, capacity, pc, cc)?;
-            println!(
-                "  pktvec bulk {chunk:>3}: {:>6.2} cycles/index (producer {:.2} + consumer {:.2}), \
-                 wall {:.2}; full-ring retries {}, high water {}",
-                p.sum, p.producer, p.consumer, p.wall, p.full_tries, p.stats.high_water
+            row.push(measure(chunk, indices, capacity, pc, cc)?);
+        }
+        if let (false, Some(h)) = (rte_first, harness.as_mut()) {
+            d = Some(rte_ring_slice(h)?);
+        }
+        print!(
+            "pair {:>2}/{pairs}: pktvec bulk 32 {:>6.2}, bulk 256 {:>6.2}",
+            pair + 1,
+            row[0].sum,
+            row[1].sum
+        );
+        if let Some((p, c)) = d {
+            print!(
+                "; rte_ring bulk 32 {:>6.2} (producer {p:.2} + consumer {c:.2}): {:.2}×",
+                p + c,
+                (p + c) / row[0].sum
             );
-            row.push(p);
+            rte.push((p, c));
         }
+        println!();
         per.push(row);
-        if !args.no_dpdk {
-            let d = run_dpdk_test()?;
-            println!("  dpdk-test SP/SC bulk 32, two physical cores: {d:.2} cycles/element");
-            dpdk.push(d);
-        }
     }
-    let anchor = (!dpdk.is_empty()).then(|| median(&dpdk));
+    drop(harness.take());
+    c_harness::remove_eal_dir("handoff");
+    let dpdk_test = if args.no_dpdk || quick {
+        None
+    } else {
+        let d = run_dpdk_test()?;
+        println!("dpdk-test ring_perf_autotest, two physical cores, SP/SC bulk 32: {d:.2} cycles/element");
+        Some(d)
+    };
+    let sums: Vec<f64> = rte.iter().map(|(p, c)| p + c).collect();
+    let anchor = (!sums.is_empty()).then(|| median(&sums));
     let rows: Vec<serde_json::Value> = CHUNKS
         .iter()
         .enumerate()
@@ -140,29 +204,28 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 "producer_cycles_per_index": m(|p| p.producer),
                 "consumer_cycles_per_index": m(|p| p.consumer),
                 "wall_cycles_per_index": m(|p| p.wall),
-                "rounds": per.iter().map(|r| r[i].clone()).collect::<Vec<_>>(),
+                "pairs": per.iter().map(|r| r[i].clone()).collect::<Vec<_>>(),
             })
         })
         .collect();
     println!();
     println!(
-        "median of {rounds} round(s); cycles/index = producer's + consumer's (dpdk-test's unit)"
+        "median of {pairs} pair(s); cycles/index = producer's + consumer's (dpdk-test's unit)"
     );
     let mut headline = Vec::new();
+    let mut ratios = Vec::new();
     for (i, &chunk) in CHUNKS.iter().enumerate() {
         let ours = rows[i]["cycles_per_index"].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "  bulk {chunk:>3}: pktvec {ours:.2}{}",
-            anchor.map_or(String::new(), |a| format!(
-                ", rte_ring bulk 32 {a:.2}, ratio {:.2} (aim 2.0)",
-                a / ours
-            ))
-        );
+        print!("  bulk {chunk:>3}: pktvec {ours:.2}");
         if let Some(a) = anchor {
-            // the ratio of each round (both sides measured back to back), then their median:
-            // the machine's cross-core cost moves between rounds for both alike
-            let paired: Vec<f64> = per.iter().zip(&dpdk).map(|(r, d)| d / r[i].sum).collect();
-            println!("    per-round ratios {paired:.2?}");
+            // each pair's own ratio (both sides back to back), then their median: the
+            // guest's cross-core cost moves for both alike within a pair
+            let paired: Vec<f64> = per.iter().zip(&sums).map(|(r, d)| d / r[i].sum).collect();
+            let (q1, q3) = quartiles(&paired);
+            let ratio = median(&paired);
+            println!(
+                ", rte_ring bulk 32 {a:.2}; ratio {ratio:.2} (quartiles {q1:.2}–{q3:.2}; aim 2.0)"
+            );
             let mut h = Headline::cost(
                 &format!("SPSC bulk {chunk} across two cores"),
                 "cycles/index",
@@ -171,13 +234,21 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 a,
             )
             .target(1.0);
-            h.ratio = median(&paired);
+            h.ratio = ratio;
             headline.push(h);
+            ratios.push(serde_json::json!({
+                "chunk": chunk,
+                "pair_ratios": paired,
+                "median": ratio,
+                "quartiles": [q1, q3],
+            }));
+        } else {
+            println!();
         }
     }
     let detail = serde_json::json!({
-        "rounds": rounds,
-        "indices": indices,
+        "pairs": pairs,
+        "indices_per_slice": indices,
         "capacity": capacity,
         "producer_core": pc.id,
         "consumer_core": cc.id,
@@ -185,12 +256,25 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "unit": "producer's TSC cycles per index + consumer's TSC cycles per index",
         "aim": 2.0,
         "chunks": rows,
-        "dpdk_test": !args.no_dpdk,
-        "dpdk_spsc_bulk32_cycles_per_element": dpdk,
-        "dpdk_spsc_bulk32_median": anchor,
+        "rte_ring": !args.no_dpdk,
+        "rte_ring_bulk32": rte.iter().map(|(p, c)| serde_json::json!({"producer": p, "consumer": c, "sum": p + c})).collect::<Vec<_>>(),
+        "rte_ring_bulk32_median": anchor,
+        "ratios": ratios,
+        "dpdk_test_spsc_bulk32": dpdk_test,
     });
     sitting.finish(headline, detail)?;
     Ok(())
+}
+
+/// The lower and upper quartiles of `v` (nearest rank).
+fn quartiles(v: &[f64]) -> (f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    (at(0.25), at(0.75))
 }
 
 /// Moves `total` indices through a fresh ring of `capacity` slots in chunks of `chunk`, the
@@ -334,6 +418,13 @@ elem APIs: element size 16B: SP/SC: bulk (size: 32): 11.36
 ";
         assert_eq!(parse_dpdk(text), Some(6.66));
         assert_eq!(parse_dpdk("### Testing bulk enq/deq ###\n"), None);
+    }
+
+    #[test]
+    fn quartiles_by_nearest_rank() {
+        assert_eq!(quartiles(&[4.0, 1.0, 3.0, 2.0, 5.0]), (2.0, 4.0));
+        assert_eq!(quartiles(&[7.0]), (7.0, 7.0));
+        assert!(quartiles(&[]).0.is_nan());
     }
 
     #[test]
