@@ -3,8 +3,10 @@
 //! a different seed per worker: the flows a NIC's RSS would give each queue) and its own
 //! buffer pool and tables. A third case runs l3fwd behind `worker-handoff` over one shared
 //! arena: every worker's input carries every worker's flows, and a packet whose flow
-//! another worker owns crosses to it through a handoff ring. Aggregate packets per second for each worker count, interleaved
-//! over rounds; the headline is the scaling efficiency (speedup over one worker ÷ workers).
+//! another worker owns crosses to it through a handoff ring. Aggregate packets per second
+//! for each worker count, interleaved over rounds; a round's speedup is its N-worker rate
+//! over its one-worker rate (the two back to back), and the headline is the median of the
+//! rounds' speedups ÷ workers (the scaling efficiency).
 //!
 //! ```text
 //! cargo run --release -p pktvec-bench -- multicore                     # 1 and 2 workers
@@ -34,10 +36,11 @@ pub struct Args {
     /// Worker counts to measure (comma-separated; the first is the baseline, normally 1)
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     workers: Vec<usize>,
-    /// Seconds each run forwards [default: 2; --quick: 0.3]
+    /// Seconds each run forwards [default: 1; --quick: 0.3]
     #[arg(long)]
     secs: Option<f64>,
-    /// Rounds over the worker counts (the figure is the median) [default: 5; --quick: 1]
+    /// Rounds over the worker counts (the speedup is the median of the rounds' own)
+    /// [default: 11; --quick: 1]
     #[arg(long)]
     rounds: Option<usize>,
     /// Routes in each worker's l3fwd table [default: 100000; --quick: 10000]
@@ -82,8 +85,8 @@ pub fn run(args: Args) -> Res<()> {
         &args.common,
     )?;
     let quick = sitting.quick();
-    let secs = args.secs.unwrap_or(if quick { 0.3 } else { 2.0 });
-    let rounds = args.rounds.unwrap_or(if quick { 1 } else { 5 });
+    let secs = args.secs.unwrap_or(if quick { 0.3 } else { 1.0 });
+    let rounds = args.rounds.unwrap_or(if quick { 1 } else { 11 });
     let routes = args.routes.unwrap_or(if quick { 10_000 } else { 100_000 });
     let cores = core_count();
     println!(
@@ -118,16 +121,23 @@ pub fn run(args: Args) -> Res<()> {
         }
         let med: Vec<f64> = mpps.iter().map(|v| median(v)).collect();
         let base_n = args.workers[0] as f64;
-        let per_worker_base = med[0] / base_n;
         for (k, &n) in args.workers.iter().enumerate() {
-            let speedup = med[k] / per_worker_base;
+            // each round's own speedup (its runs back to back), then their median: the
+            // guest's speed moves between rounds for both worker counts alike
+            let paired: Vec<f64> = mpps[k]
+                .iter()
+                .zip(&mpps[0])
+                .map(|(r, b)| r / (b / base_n))
+                .collect();
+            let speedup = median(&paired);
             println!(
-                "{:<6} {:>2} workers: {:>7.2} Mpps (rounds {:?}), speedup {:.2} over {} worker(s) per worker, imbalance {:.3}",
+                "{:<6} {:>2} workers: {:>7.2} Mpps (rounds {:?}), speedup {:.2} (rounds {:?}) over {} worker(s) per worker, imbalance {:.3}",
                 app.name(),
                 n,
                 med[k],
                 mpps[k].iter().map(|x| (x * 100.0).round() / 100.0).collect::<Vec<_>>(),
                 speedup,
+                paired.iter().map(|x| (x * 100.0).round() / 100.0).collect::<Vec<_>>(),
                 args.workers[0],
                 median(&imbalance[k])
             );
@@ -156,7 +166,7 @@ pub fn run(args: Args) -> Res<()> {
             }
             detail.push(json!({
                 "app": app.name(), "workers": n, "mpps_median": med[k], "mpps_rounds": mpps[k],
-                "speedup": speedup, "imbalance_packets": median(&imbalance[k]),
+                "speedup": speedup, "speedup_rounds": paired, "imbalance_packets": median(&imbalance[k]),
                 "handoff_nodes_cycles_per_packet": (app == App::L3fwdHandoff).then_some(json!({
                     "worker_handoff": nodes.worker_handoff, "handoff_tx": nodes.handoff_tx,
                     "handoff_input": nodes.handoff_input, "share_moved": nodes.moved,
