@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use crate::c_harness;
 use crate::forwarders::graphs::median;
+use crate::pairs::quartiles;
 use crate::sitting::{Common, Headline, Sitting};
 
 /// Options of `handoff`.
@@ -266,17 +267,6 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The lower and upper quartiles of `v` (nearest rank).
-fn quartiles(v: &[f64]) -> (f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
-    (at(0.25), at(0.75))
-}
-
 /// Moves `total` indices through a fresh ring of `capacity` slots in chunks of `chunk`, the
 /// producer pinned to `pc`, the consumer to `cc`.
 fn measure(
@@ -418,13 +408,6 @@ elem APIs: element size 16B: SP/SC: bulk (size: 32): 11.36
 ";
         assert_eq!(parse_dpdk(text), Some(6.66));
         assert_eq!(parse_dpdk("### Testing bulk enq/deq ###\n"), None);
-    }
-
-    #[test]
-    fn quartiles_by_nearest_rank() {
-        assert_eq!(quartiles(&[4.0, 1.0, 3.0, 2.0, 5.0]), (2.0, 4.0));
-        assert_eq!(quartiles(&[7.0]), (7.0, 7.0));
-        assert!(quartiles(&[]).0.is_nan());
     }
 
     #[test]

@@ -12,6 +12,17 @@ use serde_json::json;
 use crate::c_harness::{median, Error, Served};
 use crate::sitting::Headline;
 
+/// The lower and upper quartiles of `v` (nearest rank); NaN for an empty `v`.
+pub fn quartiles(v: &[f64]) -> (f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    (at(0.25), at(0.75))
+}
+
 /// The pairs of one case.
 pub struct Paired {
     /// pktvec's median cycles a lookup.
@@ -54,15 +65,13 @@ impl Paired {
             theirs_all.push(t);
             ratios.push(t / o);
         }
-        let mut sorted = ratios.clone();
-        sorted.sort_by(f64::total_cmp);
-        let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+        let (q1, q3) = quartiles(&ratios);
         Ok(Paired {
             ours: median(ours_all.clone()),
             theirs: median(theirs_all.clone()),
             ratio: median(ratios),
-            q1: q(0.25),
-            q3: q(0.75),
+            q1,
+            q3,
             ours_all,
             theirs_all,
         })
@@ -120,6 +129,13 @@ pub fn served_pass(s: &mut Served, cmd: &str) -> Result<(f64, String), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quartiles_by_nearest_rank() {
+        assert_eq!(quartiles(&[4.0, 1.0, 3.0, 2.0, 5.0]), (2.0, 4.0));
+        assert_eq!(quartiles(&[7.0]), (7.0, 7.0));
+        assert!(quartiles(&[]).0.is_nan());
+    }
 
     #[test]
     fn pairs_alternate_and_take_medians() {
