@@ -185,17 +185,22 @@ fn methods(lpm: &Lpm4) -> Vec<Method<'_>> {
             move |k, r| lpm.lookup_vector_raw(k, r, b),
         ));
     }
-    // The read path forced (the rows above run `ReadPath::Auto`: each thread times both
-    // and reads the cheaper; see the last row for the master alone).
+    // The read path forced (the rows above run `ReadPath::Auto`: each thread times the
+    // paths and reads the cheapest; see the last row for the master alone).
     for b in [16usize, 256] {
-        m.push(per_vector_raw(
-            format!("lookup_vector_raw b={b} compressed path"),
-            move |k, r| {
-                lpm.set_read_path(ReadPath::Compressed);
-                lpm.lookup_vector_raw(k, r, b);
-                lpm.set_read_path(ReadPath::Auto);
-            },
-        ));
+        for (path, name) in [
+            (ReadPath::Compressed, "compressed path"),
+            (ReadPath::Lines, "lines"),
+        ] {
+            m.push(per_vector_raw(
+                format!("lookup_vector_raw b={b} {name}"),
+                move |k, r| {
+                    lpm.set_read_path(path);
+                    lpm.lookup_vector_raw(k, r, b);
+                    lpm.set_read_path(ReadPath::Auto);
+                },
+            ));
+        }
     }
     // The prefetch level forced (the rows above run `PrefetchLevel::Auto`).
     for b in [16usize, 64, 256] {
@@ -235,9 +240,10 @@ fn methods(lpm: &Lpm4) -> Vec<Method<'_>> {
 
 /// The path [`ReadPath::Auto`] has this thread reading.
 fn auto_label(lpm: &Lpm4) -> &'static str {
-    match lpm.auto_reads_master() {
-        Some(true) => "DIR-24-8 master",
-        Some(false) => "compressed path",
+    match lpm.auto_read_path() {
+        Some(ReadPath::Dir24) => "DIR-24-8 master",
+        Some(ReadPath::Lines) => "lines",
+        Some(_) => "compressed path",
         None => "(no vector yet)",
     }
 }

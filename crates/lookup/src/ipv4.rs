@@ -29,11 +29,19 @@
 //!   directory entry and prefetch its record, rank every key and prefetch every value,
 //!   read the values), 16 keys an instruction with AVX-512 and 8 with AVX2 where the CPU
 //!   has them.
-//! * **Which one a vector reads** ([`ReadPath`]). Where the compressed lines do not stay
-//!   cached either (a uniformly placed table on a host whose core gets a few MiB of L3),
-//!   the master's one far line a key beats the compressed path's two. By default each
-//!   thread times both on its own traffic and reads the cheaper ([`ReadPath::Auto`]);
-//!   [`Lpm4::set_read_path`] forces one. Single lookups read the compressed path.
+//! * **Lines (a second copy of the quarters).** One 64-byte line per quarter at a fixed
+//!   place (16 MiB): the run bitmap and up to 18 run values of 3 bytes; a run it cannot
+//!   hold (a group pointer, a wide next hop, the tail of a quarter of more runs) sends its
+//!   keys to the master. A lookup reads one line whose address depends on the key alone,
+//!   so the vector loop prefetches 64 keys ahead with nothing to wait for: for tables
+//!   that put a record in nearly every quarter (uniformly placed), where the compressed
+//!   path reads two lines a key, one after the other.
+//! * **Which one a vector reads** ([`ReadPath`]). Where the compressed path's lines do
+//!   not stay cached (a uniformly placed table on a host whose core gets a few MiB of
+//!   L3), one line a key (the lines, or the master's far line) beats its two. By default
+//!   each thread times them on its own traffic and reads the cheapest
+//!   ([`ReadPath::Auto`]); [`Lpm4::set_read_path`] forces one. Single lookups read the
+//!   compressed path.
 //!
 //! # Memory
 //!
@@ -48,6 +56,8 @@
 //!   run, and the padding that keeps short records within a line (address space for 2^26
 //!   words is reserved, committed as used; tables of several million prefixes fit), advised
 //!   to use transparent huge pages ([`Lpm4Config::huge_pages`]);
+//! * lines: 2^18 × 64 B = 16 MiB, zero (one run of "no route") until written, committed
+//!   as their pages are written;
 //! * the control-plane rule set (what `delete` needs to find the replacement route):
 //!   one hash map per prefix length, about 16 B per prefix.
 //!
@@ -226,35 +236,41 @@ pub enum PrefetchLevel {
 }
 
 /// Which structure [`Lpm4::lookup_vector_raw`] (and the vector forms built on it) reads:
-/// a choice of speed only, never of answers (both hold every route).
+/// a choice of speed only, never of answers (each holds every route).
 ///
 /// * `Compressed`: the compressed copy of the first level (a 1 MiB directory plus
 ///   run-bitmap records, 5–10 MiB for a full table): fastest where those lines stay in
-///   the caches, as real BGP tables' do on hosts with a few MiB of L3 per core.
+///   the caches and most quarters are one run (real BGP tables: one directory read for
+///   most keys).
+/// * `Lines`: the same quarters again, one 64-byte line each at a fixed place (16 MiB):
+///   one line a key, whose address depends on the key only, read with a prefetch 64 keys
+///   ahead. Fastest on tables that put a record in nearly every quarter (a uniformly
+///   placed table), where the compressed path reads two lines a key, one after the other.
 /// * `Dir24`: the DIR-24-8 master (64 MiB first level, on transparent huge pages where
 ///   [`Lpm4Config::huge_pages`] asks for them), one far line a key with a prefetch 32 keys
-///   ahead: fastest where the compressed lines do not stay cached either (a uniformly
-///   placed table on a host whose core gets little of the L3), since it reads one line a
-///   key where the compressed path reads two.
-/// * `Auto` (the default): each thread times both on its own traffic and reads the
-///   cheaper. A period of 2,048 vectors (of up to 256 keys) starts with a probe of the
-///   path not in use: 32 vectors of the master, or 256 of the compressed path (so that
-///   its lines are cached again), of which the last 16 are timed; 16 vectors of the path
-///   in use are timed at the period's end. The cheapest vector of each side (an
-///   interrupted one does not count) decides: to the master when it costs less than 85%
-///   of the compressed path a key, back as soon as the compressed path costs less. While
-///   the path in use stays the cheaper, each period is twice as long as the one before
-///   (up to 16,384 vectors, about 4M keys), so the probes cost less and less: a probe of
-///   the master also evicts compressed lines, and with probes every 2,048 vectors `Auto`
-///   read a real table 3–6% slower than the compressed path alone. Vectors of fewer than
-///   64 keys are not timed. Timing uses `Instant`, about 0.1 ns a key.
+///   ahead: for hosts where neither of the others stays cached.
+/// * `Auto` (the default): each thread times the paths on its own traffic and reads the
+///   cheapest. A period of 2,048 vectors (of up to 256 keys) starts with a probe of one
+///   path not in use (the two take turns, period by period; the lines only while at least
+///   half the quarters hold a record, else the master takes their turn): 32 vectors of
+///   the master, or 256 of the compressed path or the lines (so that they are cached
+///   again), of
+///   which the last 16 are timed; 16 vectors of the path in use are timed at the period's
+///   end. The cheapest vector of each side (an interrupted one does not count) decides:
+///   to the master when it costs less than 85% of the path in use a key, to the others as
+///   soon as they cost less. While the path in use stays the cheapest, each period is
+///   twice as long as the one before (up to 16,384 vectors, about 4M keys), so the probes
+///   cost less and less: a probe of the master also evicts compressed lines, and with
+///   probes every 2,048 vectors `Auto` read a real table 3–6% slower than the compressed
+///   path alone. Vectors of fewer than 64 keys are not timed. Timing uses `Instant`,
+///   about 0.1 ns a key.
 ///
 /// ```
 /// use pktvec_lookup::ipv4::{Lpm4, ReadPath, MISS};
 /// let lpm = Lpm4::new(Default::default());
 /// lpm.add([10, 0, 0, 0].into(), 8, 1).unwrap();
 /// let mut out = [0; 2];
-/// for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+/// for path in [ReadPath::Compressed, ReadPath::Lines, ReadPath::Dir24, ReadPath::Auto] {
 ///     lpm.set_read_path(path);
 ///     lpm.lookup_vector_raw(&[0x0a00_0001, 0x0b00_0001], &mut out, 256);
 ///     assert_eq!(out, [1, MISS]);
@@ -262,33 +278,74 @@ pub enum PrefetchLevel {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ReadPath {
-    /// Measure both on the traffic and read the cheaper, per thread.
+    /// Measure the others on the traffic and read the cheapest, per thread.
     #[default]
     Auto = 0,
     /// Always the compressed read path.
     Compressed = 1,
     /// Always the DIR-24-8 master.
     Dir24 = 2,
+    /// Always the line-per-quarter copy.
+    Lines = 3,
 }
 
 /// Vectors in one period of [`ReadPath::Auto`]'s measurements.
 const AUTO_PERIOD: u32 = 2048;
 /// Vectors of a probe of the master (the first half warms up, the second is timed).
 const AUTO_PROBE_DIR24: u32 = 32;
-/// Vectors of a probe of the compressed path (the first half warms up, the second is timed).
+/// Vectors of a probe of the compressed path or the lines (the first half warms up, the
+/// second is timed).
 const AUTO_PROBE_COMPRESSED: u32 = 256;
 /// The master's prefetch distance on [`ReadPath::Dir24`] and `Auto`'s choice of it.
 const DIR24_DISTANCE: usize = 32;
+/// The lines' prefetch distance: with 1M uniform keys on the uniform 1M table (AMD Zen 3,
+/// 32 MiB L3) 64 keys ahead read 27.8 cycles a key, 32 ahead 29.6, 16 ahead 41.0, and
+/// prefetching a whole 256-key vector before reading it 88.
+const LINES_DISTANCE: usize = 64;
+
+/// A structure [`ReadPath::Auto`] can read (the paths other than `Auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Compressed,
+    Lines,
+    Dir24,
+}
+
+impl Side {
+    /// The side after `self` in the probes' turn, skipping `on`.
+    fn next_probe(self, on: Side) -> Side {
+        let next = |s| match s {
+            Side::Compressed => Side::Lines,
+            Side::Lines => Side::Dir24,
+            Side::Dir24 => Side::Compressed,
+        };
+        let n = next(self);
+        if n == on {
+            next(n)
+        } else {
+            n
+        }
+    }
+
+    fn path(self) -> ReadPath {
+        match self {
+            Side::Compressed => ReadPath::Compressed,
+            Side::Lines => ReadPath::Lines,
+            Side::Dir24 => ReadPath::Dir24,
+        }
+    }
+}
 
 /// One thread's state of [`ReadPath::Auto`]: where it is in its period and how long that
-/// is, the cheapest timed vector of each path in this period (nanoseconds a key;
-/// `f64::MAX` = none yet) and the path it reads.
+/// is, the cheapest timed vector of the path in use and of the probed one in this period
+/// (nanoseconds a key; `f64::MAX` = none yet), the path it reads and the one it probes.
 struct AutoPath {
     vectors: Cell<u32>,
     period: Cell<u32>,
     current: Cell<f64>,
     other: Cell<f64>,
-    on_dir24: Cell<bool>,
+    on: Cell<Side>,
+    probe: Cell<Side>,
 }
 
 impl Default for AutoPath {
@@ -298,7 +355,8 @@ impl Default for AutoPath {
             period: Cell::new(AUTO_PERIOD),
             current: Cell::new(f64::MAX),
             other: Cell::new(f64::MAX),
-            on_dir24: Cell::new(false),
+            on: Cell::new(Side::Compressed),
+            probe: Cell::new(Side::Lines),
         }
     }
 }
@@ -306,9 +364,9 @@ impl Default for AutoPath {
 /// What [`AutoPath::next`] decides for one vector.
 #[derive(Clone, Copy)]
 struct AutoStep {
-    /// Read the master.
-    dir24: bool,
-    /// Time this vector (into the probe if `dir24` differs from the path in use).
+    /// The path to read.
+    side: Side,
+    /// Time this vector (into the probe if `side` is not the path in use).
     timed: bool,
 }
 
@@ -316,28 +374,33 @@ impl AutoPath {
     /// The path for the next vector, and whether to time it: the probe's last 16
     /// vectors, and every eighth vector of the current path among the period's last 128
     /// (16 samples on each side, so that their minima compare alike). At the end of a
-    /// period, chooses the path for the next one.
-    fn next(&self) -> AutoStep {
+    /// period, chooses the path for the next one. A period whose turn it is to probe the
+    /// lines probes the next path instead unless `lines_ok` (the table is dense enough
+    /// for them to pay, see [`Lpm4::lookup_vector_raw`]).
+    fn next(&self, lines_ok: bool) -> AutoStep {
         let mut phase = self.vectors.get();
         if phase >= self.period.get() {
             self.choose();
             phase = 0;
         }
+        if phase == 0 && !lines_ok && self.probe.get() == Side::Lines {
+            self.probe.set(Side::Lines.next_probe(self.on.get()));
+        }
         self.vectors.set(phase + 1);
-        let on = self.on_dir24.get();
-        let probe = if on {
-            AUTO_PROBE_COMPRESSED
-        } else {
+        let probe = self.probe.get();
+        let probe_len = if probe == Side::Dir24 {
             AUTO_PROBE_DIR24
+        } else {
+            AUTO_PROBE_COMPRESSED
         };
-        if phase < probe {
+        if phase < probe_len {
             AutoStep {
-                dir24: !on,
-                timed: phase + 16 >= probe,
+                side: probe,
+                timed: phase + 16 >= probe_len,
             }
         } else {
             AutoStep {
-                dir24: on,
+                side: self.on.get(),
                 timed: phase + 128 >= self.period.get() && phase % 8 == 0,
             }
         }
@@ -345,7 +408,7 @@ impl AutoPath {
 
     /// Keeps the cheapest timed vector of each side.
     fn record(&self, step: AutoStep, ns_per_key: f64) {
-        let side = if step.dir24 == self.on_dir24.get() {
+        let side = if step.side == self.on.get() {
             &self.current
         } else {
             &self.other
@@ -353,24 +416,25 @@ impl AutoPath {
         side.set(side.get().min(ns_per_key));
     }
 
-    /// The end of a period: to the master only when it is clearly cheaper; back as soon
-    /// as the compressed path (whose probe starts cold) is cheaper. While the path in use
-    /// stays the cheaper, each period is twice as long as the one before (up to 8 times
-    /// [`AUTO_PERIOD`]), so the probes of the other cost less and less; a move starts
-    /// short periods again.
+    /// The end of a period: to the master only when it is clearly cheaper; to the
+    /// compressed path or the lines (whose probes start cold) as soon as they are
+    /// cheaper. While the path in use stays the cheapest, each period is twice as long as
+    /// the one before (up to 8 times [`AUTO_PERIOD`]), so the probes cost less and less;
+    /// a move starts short periods again. The next period probes the next path in turn.
     fn choose(&self) {
         let (cur, other) = (self.current.get(), self.other.get());
+        let probe = self.probe.get();
         if cur < f64::MAX && other < f64::MAX {
-            let on = self.on_dir24.get();
-            let switch = if on { other < cur } else { other < 0.85 * cur };
-            if switch {
-                self.on_dir24.set(!on);
+            let margin = if probe == Side::Dir24 { 0.85 } else { 1.0 };
+            if other < margin * cur {
+                self.on.set(probe);
                 self.period.set(AUTO_PERIOD);
             } else {
                 self.period
                     .set((self.period.get() * 2).min(8 * AUTO_PERIOD));
             }
         }
+        self.probe.set(probe.next_probe(self.on.get()));
         self.vectors.set(0);
         self.current.set(f64::MAX);
         self.other.set(f64::MAX);
@@ -692,7 +756,8 @@ impl Lpm4 {
         self.master_raw(key)
     }
 
-    /// The answer from the DIR-24-8 master (the fallback while an update is in progress).
+    /// The answer from the DIR-24-8 master (the fallback while an update is in progress,
+    /// and for keys whose run the lines do not hold).
     #[cold]
     #[inline(never)]
     fn master_raw(&self, key: u32) -> u32 {
@@ -857,19 +922,24 @@ impl Lpm4 {
         let (keys, out) = (&keys[..n], &mut out[..n]);
         match self.read_path() {
             ReadPath::Compressed => self.staged(keys, out, b, true),
+            ReadPath::Lines => self.lines_from(keys, 0, out, true),
             ReadPath::Dir24 => self.dir24_from(keys, 0, out, DIR24_DISTANCE, true),
             ReadPath::Auto => {
                 let auto = self.auto.get_or(AutoPath::default);
-                let mut last_dir24 = false;
+                let lines_ok = self.fast.dense();
+                let mut last = Side::Compressed;
                 for (i, (kc, oc)) in keys.chunks(256).zip(out.chunks_mut(256)).enumerate() {
-                    let step = auto.next();
+                    let step = auto.next(lines_ok);
                     let t0 = (step.timed && kc.len() >= 64).then(Instant::now);
-                    if step.dir24 {
-                        self.dir24_from(keys, i * 256, oc, DIR24_DISTANCE, !last_dir24);
-                    } else {
-                        self.staged(kc, oc, b, true);
+                    // The master and the lines prefetch into the next vector; a vector
+                    // after one read otherwise prefetches its own first keys.
+                    let head = step.side != last;
+                    match step.side {
+                        Side::Dir24 => self.dir24_from(keys, i * 256, oc, DIR24_DISTANCE, head),
+                        Side::Lines => self.lines_from(keys, i * 256, oc, head),
+                        Side::Compressed => self.staged(kc, oc, b, true),
                     }
-                    last_dir24 = step.dir24;
+                    last = step.side;
                     if let Some(t0) = t0 {
                         let ns = t0.elapsed().as_nanos() as f64;
                         auto.record(step, ns / kc.len() as f64);
@@ -898,6 +968,7 @@ impl Lpm4 {
         match self.read_path.load(Ordering::Relaxed) {
             1 => ReadPath::Compressed,
             2 => ReadPath::Dir24,
+            3 => ReadPath::Lines,
             _ => ReadPath::Auto,
         }
     }
@@ -914,7 +985,21 @@ impl Lpm4 {
     /// assert_eq!(lpm.auto_reads_master(), Some(false));
     /// ```
     pub fn auto_reads_master(&self) -> Option<bool> {
-        self.auto.get().map(|a| a.on_dir24.get())
+        self.auto_read_path().map(|p| p == ReadPath::Dir24)
+    }
+
+    /// Which structure [`ReadPath::Auto`] has this thread reading now (`Compressed`,
+    /// `Lines` or `Dir24`), `None` before this thread's first vector lookup.
+    ///
+    /// ```
+    /// use pktvec_lookup::ipv4::{Lpm4, ReadPath};
+    /// let lpm = Lpm4::new(Default::default());
+    /// assert_eq!(lpm.auto_read_path(), None);
+    /// lpm.lookup_vector_raw(&[1], &mut [0], 256);
+    /// assert_eq!(lpm.auto_read_path(), Some(ReadPath::Compressed));
+    /// ```
+    pub fn auto_read_path(&self) -> Option<ReadPath> {
+        self.auto.get().map(|a| a.on.get().path())
     }
 
     /// [`lookup_vector_raw`](Self::lookup_vector_raw) without SIMD on any CPU (the
@@ -1036,6 +1121,43 @@ impl Lpm4 {
                 finish_raw(e)
             };
         }
+    }
+
+    /// The lines' read path (see [`ReadPath::Lines`]) for `keys[start..start + out.len()]`,
+    /// prefetching [`LINES_DISTANCE`] keys ahead, also into the rest of `keys`; with
+    /// `head`, first prefetches the range's own first keys. Keys whose run is not in its
+    /// line (a /24 holding longer prefixes, a quarter of more than 18 runs) are answered
+    /// from the master after each 256 keys, while those keys are in L1: their first-level
+    /// entries prefetched together, then read (a pass over the whole range afterwards
+    /// cost 5–12 cycles a key on 1M keys, fetching keys and answers again). Under the same
+    /// sequence check as the staged loop, with the master as the fallback.
+    fn lines_from(&self, keys: &[u32], start: usize, out: &mut [u32], head: bool) {
+        let mine = &keys[start..start + out.len()];
+        if let Some(g) = self.fast.begin() {
+            for (c, oc) in out.chunks_mut(256).enumerate() {
+                let at = start + c * 256;
+                let escaped = self
+                    .fast
+                    .values_lines(keys, at, oc, LINES_DISTANCE, head && c == 0);
+                if escaped {
+                    let kc = &keys[at..at + oc.len()];
+                    for (&k, o) in kc.iter().zip(oc.iter()) {
+                        if *o == compressed::ESCAPED {
+                            prefetch_read(&self.tbl24[(k >> 8) as usize]);
+                        }
+                    }
+                    for (&k, o) in kc.iter().zip(oc.iter_mut()) {
+                        if *o == compressed::ESCAPED {
+                            *o = self.master_raw(k);
+                        }
+                    }
+                }
+            }
+            if self.fast.valid(g) {
+                return;
+            }
+        }
+        self.master_vector(mine, out);
     }
 
     /// Resolves a DIR-24-8 first-level entry `e` that points to a group, re-reading the
@@ -1331,54 +1453,77 @@ fn finish(e: u32) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// Runs `periods` periods of the chooser where a vector on the master costs `dir24`
-    /// and one on the compressed path `compressed` (ns a key); returns the share of
-    /// vectors read from the master and the path in use at the end.
-    fn run(auto: &AutoPath, periods: u32, compressed: f64, dir24: f64) -> (f64, bool) {
-        let mut on_master = 0u64;
+    /// Runs `periods` periods of the chooser where a vector costs `cost(side)` ns a key;
+    /// returns the share of vectors read from each side (compressed, lines, master) and
+    /// the path in use at the end.
+    fn run(auto: &AutoPath, periods: u32, cost: [f64; 3]) -> ([f64; 3], Side) {
+        run_with(auto, periods, cost, true)
+    }
+
+    /// [`run`], the lines probed only if `lines_ok`.
+    fn run_with(auto: &AutoPath, periods: u32, cost: [f64; 3], lines_ok: bool) -> ([f64; 3], Side) {
+        let mut on = [0u64; 3];
         let mut total = 0u64;
         let mut done = 0;
         while done < periods {
             if auto.vectors.get() >= auto.period.get() {
                 done += 1;
             }
-            let step = auto.next();
+            let step = auto.next(lines_ok);
             total += 1;
-            on_master += u64::from(step.dir24);
+            let i = step.side as usize;
+            on[i] += 1;
             if step.timed {
-                auto.record(step, if step.dir24 { dir24 } else { compressed });
+                auto.record(step, cost[i]);
             }
         }
-        (on_master as f64 / total as f64, auto.on_dir24.get())
+        (on.map(|n| n as f64 / total as f64), auto.on.get())
     }
 
     #[test]
-    fn auto_reads_the_cheaper_path_and_probes_the_other_less_over_time() {
+    fn auto_reads_the_cheapest_path_and_probes_the_others_less_over_time() {
         let auto = AutoPath::default();
-        // Compressed cheaper: stays there; the master gets its 32-vector probes only, in
-        // periods of 2,048, 4,096, 8,192 and 16,384 vectors.
-        let (share, master) = run(&auto, 4, 27.0, 39.0);
-        assert!(!master);
+        // Compressed cheapest: stays there; the lines and the master take turns at the
+        // probes (256 and 32 vectors), in periods of 2,048, 4,096, 8,192 and 16,384.
+        let (share, on) = run(&auto, 4, [27.0, 33.0, 39.0]);
+        assert_eq!(on, Side::Compressed);
         assert_eq!(auto.period.get(), 8 * AUTO_PERIOD);
-        let expected = 4.0 * 32.0 / (15 * AUTO_PERIOD) as f64;
+        let expected = (2.0 * 256.0 + 2.0 * 32.0) / (15 * AUTO_PERIOD) as f64;
         assert!(
-            (share - expected).abs() < 1e-4,
-            "{share} against {expected}"
+            (share[1] + share[2] - expected).abs() < 1e-4,
+            "{share:?} against {expected}"
         );
         // Slightly cheaper master (within 15%): not worth a move; the periods stay long.
-        assert!(!run(&auto, 3, 40.0, 36.0).1);
+        assert_eq!(run(&auto, 4, [40.0, 45.0, 36.0]).1, Side::Compressed);
         assert_eq!(auto.period.get(), 8 * AUTO_PERIOD);
-        // Master clearly cheaper: moves after one period...
-        assert!(run(&auto, 1, 64.0, 39.0).1);
+        // Master clearly cheaper: moves after its next probe...
+        assert_eq!(run(&auto, 2, [64.0, 70.0, 39.0]).1, Side::Dir24);
         assert_eq!(auto.period.get(), AUTO_PERIOD);
-        // ...and the compressed probes thin out as the periods double (up to 8×).
-        let (share, master) = run(&auto, 6, 64.0, 39.0);
-        assert!(master);
+        // ...and the other probes thin out as the periods double (up to 8×).
+        let (share, on) = run(&auto, 6, [64.0, 70.0, 39.0]);
+        assert_eq!(on, Side::Dir24);
         assert_eq!(auto.period.get(), 8 * AUTO_PERIOD);
-        assert!(share > 0.9, "{share}");
-        // Compressed cheaper again: back after the current period, short periods again.
-        assert!(!run(&auto, 1, 27.0, 39.0).1);
+        assert!(share[2] > 0.9, "{share:?}");
+        // Lines cheaper: there after at most two periods (one probe of each), short
+        // periods again.
+        assert_eq!(run(&auto, 2, [64.0, 25.0, 39.0]).1, Side::Lines);
         assert_eq!(auto.period.get(), AUTO_PERIOD);
+        // Compressed cheaper again: back within two periods.
+        assert_eq!(run(&auto, 2, [20.0, 25.0, 39.0]).1, Side::Compressed);
+    }
+
+    #[test]
+    fn auto_probes_the_lines_only_on_dense_tables() {
+        // Sparse table: the lines are never read, even where they would time cheaper;
+        // the master takes every probe.
+        let auto = AutoPath::default();
+        let (share, on) = run_with(&auto, 4, [27.0, 10.0, 39.0], false);
+        assert_eq!(on, Side::Compressed);
+        assert_eq!(share[1], 0.0);
+        let expected = 4.0 * 32.0 / (15 * AUTO_PERIOD) as f64;
+        assert!((share[2] - expected).abs() < 1e-4, "{share:?}");
+        // Dense again: the next probe of the lines moves there.
+        assert_eq!(run(&auto, 2, [27.0, 10.0, 39.0]).1, Side::Lines);
     }
 
     #[test]
@@ -1387,17 +1532,21 @@ mod tests {
         let auto = AutoPath::default();
         let mut slow_once = true;
         for _ in 0..3 * AUTO_PERIOD {
-            let step = auto.next();
+            let step = auto.next(true);
             if step.timed {
-                let mut c = if step.dir24 { 39.0 } else { 27.0 };
-                if !step.dir24 && slow_once {
+                let mut c = match step.side {
+                    Side::Compressed => 27.0,
+                    Side::Lines => 33.0,
+                    Side::Dir24 => 39.0,
+                };
+                if step.side == Side::Compressed && slow_once {
                     c = 1000.0;
                     slow_once = false;
                 }
                 auto.record(step, c);
             }
         }
-        assert!(!auto.on_dir24.get());
+        assert_eq!(auto.on.get(), Side::Compressed);
     }
 
     #[test]
@@ -1413,7 +1562,12 @@ mod tests {
             .map(|i| i.wrapping_mul(0x9e37_79b9) ^ if i % 3 == 0 { 0x0a01_0280 } else { 0 })
             .collect();
         let expect: Vec<u32> = keys.iter().map(|&k| lpm.lookup_raw(k)).collect();
-        for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+        for path in [
+            ReadPath::Compressed,
+            ReadPath::Lines,
+            ReadPath::Dir24,
+            ReadPath::Auto,
+        ] {
             lpm.set_read_path(path);
             // Enough calls for Auto to cross periods (and so switch paths mid-slice).
             for _ in 0..200 {

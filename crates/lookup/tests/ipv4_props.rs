@@ -103,7 +103,12 @@ fn check_all(lpm: &Lpm4, reference: &Reference, keys: &[u32]) -> Result<(), Stri
     if raw != expect_raw {
         return Err("lookup_bulk_raw differs".into());
     }
-    for path in [ReadPath::Compressed, ReadPath::Dir24, ReadPath::Auto] {
+    for path in [
+        ReadPath::Compressed,
+        ReadPath::Lines,
+        ReadPath::Dir24,
+        ReadPath::Auto,
+    ] {
         lpm.set_read_path(path);
         for b in [1usize, 5, 16, 20, 32, 64, 256, 999] {
             let mut raw = vec![7u32; keys.len()];
@@ -312,8 +317,12 @@ fn freed_groups_are_quarantined_then_reused() {
     }
     // Fresh groups are only taken while the quarantine is short.
     let mem = lpm.memory_bytes();
-    // 64 MiB master + 4 MiB read-path quarters + at most 2 group segments and small change.
-    assert!(mem < (64 << 20) + (4 << 20) + (3 << 20), "memory {mem}");
+    // 64 MiB master + 16 MiB lines (committed as written, counted whole) + 4 MiB read-path
+    // quarters + at most 2 group segments and small change.
+    assert!(
+        mem < (64 << 20) + (16 << 20) + (4 << 20) + (3 << 20),
+        "memory {mem}"
+    );
     const { assert!(REUSE_QUARANTINE >= 16) };
 }
 
@@ -514,9 +523,10 @@ fn concurrent_readers_see_only_valid_answers() {
                         3 => {
                             // every read path, while updates run (the setting is the
                             // table's, so other readers switch too)
-                            lpm.set_read_path(match round / 6 % 3 {
+                            lpm.set_read_path(match round / 6 % 4 {
                                 0 => ReadPath::Compressed,
                                 1 => ReadPath::Dir24,
+                                2 => ReadPath::Lines,
                                 _ => ReadPath::Auto,
                             });
                             let mut raw = vec![0u32; keys.len()];

@@ -75,6 +75,10 @@ const MISS_OUT: u32 = u32::MAX;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+mod lines;
+
+use lines::Lines;
+pub(super) use lines::ESCAPED;
 
 /// Elsewhere than x86-64: the portable loop only.
 #[cfg(not(target_arch = "x86_64"))]
@@ -151,6 +155,12 @@ pub(super) struct Compressed {
     /// [`publish`](Compressed::publish) from the share of quarters with a record (see
     /// [`l2_prefetch_from`]).
     l2_from: AtomicU32,
+    /// Whether at least half the quarters hold a record (kept by
+    /// [`publish`](Compressed::publish)): only then does `ReadPath::Auto` probe the lines,
+    /// which read a line a key where the compressed path reads the directory alone for a
+    /// single-run quarter (the uniform 1M table: 98% of the quarters have a record; the
+    /// real and clustered tables 25–28%, where the lines read 2–4× slower).
+    dense: AtomicBool,
     /// [`PrefetchLevel`] as set by the user (`Auto` = follow `l2_from`).
     level: AtomicU8,
     seq: AtomicU64,
@@ -159,6 +169,8 @@ pub(super) struct Compressed {
     /// Whether the AVX2 staged loop can run on this CPU (checked once; used where AVX-512
     /// is not).
     avx2: bool,
+    /// The same quarters again, one line each at a fixed place ([`lines`]).
+    lines: Lines,
 }
 
 /// `N` zeroed entries from `alloc_zeroed` (the OS hands out zero pages lazily, so only
@@ -244,11 +256,11 @@ fn width_of(e: u32) -> usize {
     4 - (e >> 30 & 1) as usize
 }
 
-/// A 4- or 8-byte word read from the pool at byte offset `off` (clamped so the read stays
-/// in the pool; callers pass offsets that are in bounds by construction), in one
-/// unaligned `mov`.
+/// A 4- or 8-byte word read from `arr` (the pool or the lines array) at byte offset
+/// `off` (clamped so the read stays in `arr`; callers pass offsets that are in bounds by
+/// construction), in one unaligned `mov`.
 ///
-/// The writer may store pool words concurrently (inside a write window); the readers use
+/// The writer may store words concurrently (inside a write window); the readers use
 /// what they read only if the sequence check finds no window overlapped, as for the
 /// atomic loads of the other architectures and the AVX-512 gathers. The load is an
 /// `asm!` block rather than a Rust read so that the compiler treats it as an opaque read
@@ -256,13 +268,53 @@ fn width_of(e: u32) -> usize {
 /// into several loads); on x86-64 an unaligned `mov` is one access per cache line.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn racy_load<T: RacyWord>(pool: &[AtomicU32; POOL_LEN], off: usize) -> T {
-    let off = off.min(4 * POOL_LEN - std::mem::size_of::<T>());
-    let p = pool.as_ptr().cast::<u8>().wrapping_add(off);
-    // SAFETY: `p` points into `pool` with at least `size_of::<T>()` bytes after it (the
+fn racy_load<T: RacyWord, const N: usize>(arr: &[AtomicU32; N], off: usize) -> T {
+    let off = off.min(4 * N - std::mem::size_of::<T>());
+    let p = arr.as_ptr().cast::<u8>().wrapping_add(off);
+    // SAFETY: `p` points into `arr` with at least `size_of::<T>()` bytes after it (the
     // clamp above); the `asm!` only reads those bytes (`readonly`, no stack, flags kept),
     // and any value is a valid `u32`/`u64`.
     unsafe { T::load(p) }
+}
+
+/// The 8 bytes at byte offset `off` of `arr` (little-endian; `off` a multiple of 4): one
+/// unaligned load on x86-64, see [`racy_load`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn load_u64_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u64 {
+    racy_load::<u64, N>(arr, off)
+}
+
+/// The 8 bytes at byte offset `off` of `arr` (little-endian; `off` a multiple of 4), as
+/// two word loads; `N` must be a power of two.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(super) fn load_u64_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u64 {
+    let w = off >> 2;
+    let lo = arr[w & (N - 1)].load(Ordering::Relaxed);
+    let hi = arr[(w + 1) & (N - 1)].load(Ordering::Relaxed);
+    u64::from(lo) | u64::from(hi) << 32
+}
+
+/// The 4 bytes at byte offset `off` of `arr` (little-endian; `off` need not be aligned):
+/// one unaligned load on x86-64, see [`racy_load`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn load_u32_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u32 {
+    racy_load::<u32, N>(arr, off)
+}
+
+/// The 4 bytes at byte offset `off` of `arr` (little-endian), from the word holding the
+/// first and the word holding the last (the same word if `off` is aligned); branch-free;
+/// `N` must be a power of two.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(super) fn load_u32_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u32 {
+    let w = off >> 2;
+    let sh = (off & 3) * 8;
+    let lo = arr[w & (N - 1)].load(Ordering::Relaxed);
+    let hi = arr[(w + usize::from(sh != 0)) & (N - 1)].load(Ordering::Relaxed);
+    ((u64::from(lo) | u64::from(hi) << 32) >> sh) as u32
 }
 
 /// The words [`racy_load`] reads: `u32` and `u64`.
@@ -273,7 +325,7 @@ trait RacyWord: Sized {
     /// # Safety
     /// `p` must be valid for reading `size_of::<Self>()` bytes.
     // SAFETY: an `unsafe fn` because the pointer's validity is the caller's to prove
-    // (`racy_load` checks the range against the pool first).
+    // (`racy_load` checks the range against the array first).
     unsafe fn load(p: *const u8) -> Self;
 }
 
@@ -372,16 +424,19 @@ impl Compressed {
         // plus a 16-byte header); the placement keeps records within cache lines of the
         // pool, so the pool must start on one.
         let base = (pool_raw.as_ptr() as usize).wrapping_neg() % 64 / 4;
+        let (lines, a3) = Lines::new(huge_pages);
         let c = Compressed {
             dir,
             pool_raw,
             base,
             prefetch_values: AtomicBool::new(false),
             l2_from: AtomicU32::new(l2_prefetch_from(0)),
+            dense: AtomicBool::new(false),
             level: AtomicU8::new(PrefetchLevel::Auto as u8),
             seq: AtomicU64::new(0),
             avx512: avx512::available(),
             avx2: avx2::available(),
+            lines,
         };
         // The dummy record at 0 that single-run quarters rank in: bitmap 1.
         c.pool()[0].store(1, Ordering::Relaxed);
@@ -399,7 +454,7 @@ impl Compressed {
             records: 0,
             long_records: 0,
         };
-        (c, alloc, a1 || a2)
+        (c, alloc, a1 || a2 || a3)
     }
 
     /// Bytes the lookups can read: the directory, the live records and the padding that
@@ -408,9 +463,10 @@ impl Compressed {
         QUARTERS * 4 + (LINE as usize + (alloc.live_words + alloc.pad_words) as usize) * 4
     }
 
-    /// Committed bytes: the directory and the pool's high-water mark.
+    /// Committed bytes, at most: the directory, the pool's high-water mark and the lines
+    /// array (whose pages are committed as they are written).
     pub(super) fn committed_bytes(alloc: &Alloc) -> usize {
-        QUARTERS * 4 + alloc.fresh as usize * 4
+        QUARTERS * 4 + alloc.fresh as usize * 4 + Lines::BYTES
     }
 
     /// Whether rebuilding quarters `first..=last` after one update surely finds room in the
@@ -517,6 +573,7 @@ impl Compressed {
             self.dir[q].store(REC | flag | r, Ordering::Release);
             (r, size)
         };
+        self.lines.write(q, slots);
         let (old_r, old_n) = std::mem::replace(&mut a.placement[q], (r, n as u8));
         if old_n > 0 {
             a.free[old_n as usize].push(old_r);
@@ -534,6 +591,8 @@ impl Compressed {
             .store(10 * a.long_records >= a.records.max(1), Ordering::Relaxed);
         self.l2_from
             .store(l2_prefetch_from(a.records), Ordering::Relaxed);
+        self.dense
+            .store(2 * a.records >= QUARTERS as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -564,42 +623,17 @@ impl Compressed {
         self.seq.load(Ordering::Relaxed) == g
     }
 
-    /// The run bitmap of the record at `r` (one unaligned 8-byte load on x86-64, see
-    /// [`racy_load`]).
-    #[cfg(target_arch = "x86_64")]
+    /// The run bitmap of the record at `r` (see [`load_u64_at`]).
     #[inline(always)]
     fn bits(&self, r: usize) -> u64 {
-        racy_load::<u64>(self.pool(), 4 * r)
+        load_u64_at(self.pool(), 4 * r)
     }
 
-    /// The run bitmap of the record at `r`.
-    #[cfg(not(target_arch = "x86_64"))]
-    #[inline(always)]
-    fn bits(&self, r: usize) -> u64 {
-        let lo = self.pool()[r & (POOL_LEN - 1)].load(Ordering::Relaxed);
-        let hi = self.pool()[(r + 1) & (POOL_LEN - 1)].load(Ordering::Relaxed);
-        u64::from(lo) | u64::from(hi) << 32
-    }
-
-    /// The 4 bytes at pool byte offset `off` (little-endian; `off` need not be aligned):
-    /// one unaligned load on x86-64, see [`racy_load`].
-    #[cfg(target_arch = "x86_64")]
+    /// The 4 bytes at pool byte offset `off` (see [`load_u32_at`]; a value read never
+    /// leaves its record).
     #[inline(always)]
     fn load_at(&self, off: usize) -> u32 {
-        racy_load::<u32>(self.pool(), off)
-    }
-
-    /// The 4 bytes at pool byte offset `off` (little-endian), from the word holding the
-    /// first and the word holding the last (the same word if `off` is aligned: the read
-    /// never leaves the record); branch-free.
-    #[cfg(not(target_arch = "x86_64"))]
-    #[inline(always)]
-    fn load_at(&self, off: usize) -> u32 {
-        let w = off >> 2;
-        let sh = (off & 3) * 8;
-        let lo = self.pool()[w & (POOL_LEN - 1)].load(Ordering::Relaxed);
-        let hi = self.pool()[(w + usize::from(sh != 0)) & (POOL_LEN - 1)].load(Ordering::Relaxed);
-        ((u64::from(lo) | u64::from(hi) << 32) >> sh) as u32
+        load_u32_at(self.pool(), off)
     }
 
     /// The run value of a record entry `e` held in the 4 bytes at `off`; branch-free.
@@ -769,6 +803,27 @@ impl Compressed {
             *o = select(x == NO_ROUTE, MISS_OUT, x);
         }
         groups
+    }
+
+    /// Whether at least half the quarters hold a record (a hint, see the field).
+    #[inline(always)]
+    pub(super) fn dense(&self) -> bool {
+        self.dense.load(Ordering::Relaxed)
+    }
+
+    /// Answers `keys[start..start + out.len()]` from the lines (see [`lines`]): next hops,
+    /// [`MISS_OUT`], or [`ESCAPED`] for keys to read with [`value`](Self::value); returns
+    /// whether any is [`ESCAPED`]. Prefetches `d` keys ahead (see `Lines::values`).
+    #[inline(always)]
+    pub(super) fn values_lines(
+        &self,
+        keys: &[u32],
+        start: usize,
+        out: &mut [u32],
+        d: usize,
+        head: bool,
+    ) -> bool {
+        self.lines.values(keys, start, out, d, head)
     }
 
     /// Software-pipelined lookup of raw values: at step `i` it reads the directory entry
@@ -1132,6 +1187,62 @@ mod tests {
                 assert_eq!(out[0], if want == NO_ROUTE { MISS_OUT } else { want });
             }
         }
+        c.end_write();
+    }
+
+    /// A quarter's line answers as its record does when it has at most 18 runs, except
+    /// for runs whose value is not a next hop below 2^24 − 2 or "no route" (a group
+    /// pointer, a wide next hop), which escape; a quarter of 19 runs or more keeps its
+    /// first 17 and escapes the slots of the rest; a line never written is one run of "no route"; a rewrite replaces an escape.
+    #[test]
+    fn lines_hold_short_quarters_and_escape_the_rest() {
+        let (c, mut a, _) = Compressed::new(false);
+        let runs = |n: u32, f: &dyn Fn(u32) -> u32| -> [u32; 64] {
+            std::array::from_fn(|s| f((s as u32 * n / 64).min(n - 1)))
+        };
+        // (slots, first slot of an overlong quarter's escaped tail, or 64)
+        let cases: [([u32; 64], usize); 6] = [
+            (runs(1, &|_| 9), 64),
+            (runs(18, &|r| if r % 5 == 0 { NO_ROUTE } else { r }), 64),
+            // Run 17 (0-based) of 19 starts at slot 17·64/19 → 58.
+            (runs(19, &|r| r), 58),
+            (
+                runs(4, &|r| {
+                    [1, NARROW_NONE, NARROW_NONE - 1, NARROW_NONE - 2][r as usize]
+                }),
+                64,
+            ),
+            (runs(2, &|r| if r == 1 { GROUP | 3 } else { 1 }), 64),
+            (runs(64, &|r| r * 1000), 17),
+        ];
+        let answer = |v: u32| if v == NO_ROUTE { MISS_OUT } else { v };
+        c.begin_write();
+        for (q, (slots, tail)) in cases.iter().enumerate() {
+            c.publish(&mut a, q, slots).expect("room");
+            let mut any = false;
+            for (s, &want) in slots.iter().enumerate() {
+                let key = ((q as u32) << 14) | ((s as u32) << 8) | 0xa5;
+                let got = c.lines.value(key);
+                let escapes = s >= *tail || (want != NO_ROUTE && want >= NARROW_NONE - 1);
+                any |= escapes;
+                if escapes {
+                    assert_eq!(got, ESCAPED, "quarter {q} slot {s}");
+                } else {
+                    assert_eq!(got, answer(want), "quarter {q} slot {s}");
+                }
+                // The vector form agrees, and says whether it escaped.
+                let mut out = [0u32; 1];
+                assert_eq!(c.values_lines(&[key], 0, &mut out, 4, true), escapes);
+                assert_eq!(out[0], got);
+            }
+            assert_eq!(any, q >= 2, "quarter {q}");
+        }
+        // Never written: no route.
+        assert_eq!(c.lines.value(0xffff_ffff), MISS_OUT);
+        // An escaped quarter rewritten short is read from its line again.
+        c.publish(&mut a, 2, &runs(2, &|r| r + 40)).expect("room");
+        assert_eq!(c.lines.value(2 << 14), 40);
+        assert_eq!(c.lines.value((2 << 14) | (63 << 8)), 41);
         c.end_write();
     }
 
