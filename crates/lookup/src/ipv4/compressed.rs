@@ -1246,13 +1246,15 @@ mod tests {
         c.end_write();
     }
 
-    /// The pool starts on a cache line, whatever the allocator returned (records of up to
-    /// a line are placed so as not to straddle one), with and without huge pages.
+    /// The pool and the lines start on a cache line, whatever the allocator returned
+    /// (records of up to a line are placed so as not to straddle one; each quarter's line
+    /// is one), with and without huge pages.
     #[test]
-    fn pool_starts_on_a_cache_line() {
+    fn pool_and_lines_start_on_a_cache_line() {
         for huge in [false, true] {
             let (c, _, _) = Compressed::new(huge);
             assert_eq!(c.pool().as_ptr() as usize % 64, 0);
+            assert_eq!(c.lines.words().as_ptr() as usize % 64, 0);
             assert!(c.base < LINE as usize);
             // The dummy record is where the readers expect it.
             assert_eq!(c.bits(0), 1);
