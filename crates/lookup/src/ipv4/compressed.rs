@@ -286,13 +286,13 @@ pub(super) fn load_u64_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u
 }
 
 /// The 8 bytes at byte offset `off` of `arr` (little-endian; `off` a multiple of 4), as
-/// two word loads; `N` must be a power of two.
+/// two word loads (indices clamped into `arr`).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub(super) fn load_u64_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u64 {
     let w = off >> 2;
-    let lo = arr[w & (N - 1)].load(Ordering::Relaxed);
-    let hi = arr[(w + 1) & (N - 1)].load(Ordering::Relaxed);
+    let lo = arr[w.min(N - 1)].load(Ordering::Relaxed);
+    let hi = arr[(w + 1).min(N - 1)].load(Ordering::Relaxed);
     u64::from(lo) | u64::from(hi) << 32
 }
 
@@ -305,15 +305,15 @@ pub(super) fn load_u32_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u
 }
 
 /// The 4 bytes at byte offset `off` of `arr` (little-endian), from the word holding the
-/// first and the word holding the last (the same word if `off` is aligned); branch-free;
-/// `N` must be a power of two.
+/// first and the word holding the last (the same word if `off` is aligned; indices
+/// clamped into `arr`).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub(super) fn load_u32_at<const N: usize>(arr: &[AtomicU32; N], off: usize) -> u32 {
     let w = off >> 2;
     let sh = (off & 3) * 8;
-    let lo = arr[w & (N - 1)].load(Ordering::Relaxed);
-    let hi = arr[(w + usize::from(sh != 0)) & (N - 1)].load(Ordering::Relaxed);
+    let lo = arr[w.min(N - 1)].load(Ordering::Relaxed);
+    let hi = arr[(w + usize::from(sh != 0)).min(N - 1)].load(Ordering::Relaxed);
     ((u64::from(lo) | u64::from(hi) << 32) >> sh) as u32
 }
 

@@ -39,6 +39,10 @@ use super::{
 const LINE_WORDS: usize = 16;
 /// Words in the lines array (2^22: 16 MiB).
 const LINES_LEN: usize = QUARTERS * LINE_WORDS;
+/// Words readable past the last line: a value read is at most `4 + 3 · 64 + 4` bytes into
+/// a line (rank 64, which only a half-written line can give), so with three lines of
+/// slack no read can leave the array and the loads need no clamp.
+const SLACK: usize = 3 * LINE_WORDS;
 /// Most runs a line holds: 18 values of 3 bytes after the 8-byte bitmap.
 const LINE_RUNS: u32 = 18;
 /// Prefetches a range read with `head` starts with (see [`Lines::values`]).
@@ -55,7 +59,7 @@ pub(in crate::ipv4) const ESCAPED: u32 = ESCAPE_VALUE | 0xff00_0000;
 pub(in crate::ipv4) struct Lines {
     /// The array's words, a line more than it holds: it starts `base` words in, on a cache
     /// line (see [`words`](Self::words)).
-    raw: Box<[AtomicU32; LINES_LEN + LINE_WORDS]>,
+    raw: Box<[AtomicU32; LINES_LEN + SLACK + LINE_WORDS]>,
     /// Words from the start of `raw` to the first cache-line boundary (< [`LINE_WORDS`]).
     base: usize,
 }
@@ -64,7 +68,8 @@ impl Lines {
     /// Every quarter one run of "no route" (all zero); also returns whether the array was
     /// advised to use transparent huge pages.
     pub(super) fn new(huge_pages: bool) -> (Self, bool) {
-        let (raw, advised) = zeroed_array::<AtomicU32, { LINES_LEN + LINE_WORDS }>(huge_pages);
+        let (raw, advised) =
+            zeroed_array::<AtomicU32, { LINES_LEN + SLACK + LINE_WORDS }>(huge_pages);
         // A large `calloc` is 16-byte aligned only: a line that straddled two cache lines
         // would make a lookup fetch two (the second unprefetched: 1.3–1.5× the cycles a
         // key on the uniform table before this).
@@ -72,14 +77,14 @@ impl Lines {
         (Lines { raw, base }, advised)
     }
 
-    /// The lines: [`LINES_LEN`] words starting on a cache line (bounds provable at compile
-    /// time: `base` is masked below [`LINE_WORDS`]).
+    /// The lines: [`LINES_LEN`] words starting on a cache line, and [`SLACK`] words after
+    /// them (bounds provable at compile time: `base` is masked below [`LINE_WORDS`]).
     #[inline(always)]
-    pub(super) fn words(&self) -> &[AtomicU32; LINES_LEN] {
+    pub(super) fn words(&self) -> &[AtomicU32; LINES_LEN + SLACK] {
         let b = self.base & (LINE_WORDS - 1);
-        match self.raw[b..b + LINES_LEN].try_into() {
+        match self.raw[b..b + LINES_LEN + SLACK].try_into() {
             Ok(w) => w,
-            Err(_) => unreachable!("the slice has LINES_LEN words"),
+            Err(_) => unreachable!("the slice has LINES_LEN + SLACK words"),
         }
     }
 
@@ -177,13 +182,23 @@ impl Lines {
             (start + d).min(keys.len())
         };
         let mut escaped = false;
-        for (i, (&k, o)) in mine.iter().zip(out.iter_mut()).enumerate() {
-            let want = (start + i + d).min(keys.len());
+        // Two prefetches a key while catching up to `d` ahead (after a head), then one.
+        let mut i = 0;
+        while i < n && ahead < (start + i + d).min(keys.len()) {
             for _ in 0..2 {
-                if ahead < want {
+                if ahead < (start + i + d).min(keys.len()) {
                     self.prefetch(keys[ahead]);
                     ahead += 1;
                 }
+            }
+            let v = self.value(mine[i]);
+            escaped |= v == ESCAPED;
+            out[i] = v;
+            i += 1;
+        }
+        for (j, (&k, o)) in mine[i..].iter().zip(out[i..].iter_mut()).enumerate() {
+            if let Some(&a) = keys.get(start + i + j + d) {
+                self.prefetch(a);
             }
             let v = self.value(k);
             escaped |= v == ESCAPED;
