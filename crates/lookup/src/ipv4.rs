@@ -1136,9 +1136,10 @@ impl Lpm4 {
         if let Some(g) = self.fast.begin() {
             for (c, oc) in out.chunks_mut(256).enumerate() {
                 let at = start + c * 256;
-                let escaped = self
-                    .fast
-                    .values_lines(keys, at, oc, LINES_DISTANCE, head && c == 0);
+                let escaped =
+                    self.fast
+                        .lines()
+                        .values(keys, at, oc, LINES_DISTANCE, head && c == 0);
                 if escaped {
                     let kc = &keys[at..at + oc.len()];
                     for (&k, o) in kc.iter().zip(oc.iter()) {

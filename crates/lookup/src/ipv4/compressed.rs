@@ -811,19 +811,11 @@ impl Compressed {
         self.dense.load(Ordering::Relaxed)
     }
 
-    /// Answers `keys[start..start + out.len()]` from the lines (see [`lines`]): next hops,
-    /// [`MISS_OUT`], or [`ESCAPED`] for keys to read with [`value`](Self::value); returns
-    /// whether any is [`ESCAPED`]. Prefetches `d` keys ahead (see `Lines::values`).
+    /// The line-per-quarter copy (see [`lines`]), written with the rest of this structure
+    /// and read under the same sequence check.
     #[inline(always)]
-    pub(super) fn values_lines(
-        &self,
-        keys: &[u32],
-        start: usize,
-        out: &mut [u32],
-        d: usize,
-        head: bool,
-    ) -> bool {
-        self.lines.values(keys, start, out, d, head)
+    pub(super) fn lines(&self) -> &Lines {
+        &self.lines
     }
 
     /// Software-pipelined lookup of raw values: at step `i` it reads the directory entry
@@ -1232,7 +1224,7 @@ mod tests {
                 }
                 // The vector form agrees, and says whether it escaped.
                 let mut out = [0u32; 1];
-                assert_eq!(c.values_lines(&[key], 0, &mut out, 4, true), escapes);
+                assert_eq!(c.lines.values(&[key], 0, &mut out, 4, true), escapes);
                 assert_eq!(out[0], got);
             }
             assert_eq!(any, q >= 2, "quarter {q}");

@@ -158,10 +158,10 @@ impl Lines {
     /// is the caller's next range). With `head` (a range that does not follow one read
     /// this way) it starts with [`HEAD`] prefetches and then issues two a key until it is
     /// `d` ahead: a burst of `d` prefetches at once costs more than it hides (Zen 3, 256-key
-    /// vectors of the uniform table: 16 then two a key read 1.1–1.4× faster than 64 at
-    /// once). Returns whether any answer is [`ESCAPED`].
+    /// vectors of the uniform table: 16 then two a key read 1.05–1.4× faster than 64
+    /// at once, four runs). Returns whether any answer is [`ESCAPED`].
     #[inline(always)]
-    pub(super) fn values(
+    pub(in crate::ipv4) fn values(
         &self,
         keys: &[u32],
         start: usize,
