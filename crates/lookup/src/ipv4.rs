@@ -41,7 +41,7 @@
 //!   L3), one line a key (the lines, or the master's far line) beats its two. By default
 //!   each thread times them on its own traffic and reads the cheapest
 //!   ([`ReadPath::Auto`]); [`Lpm4::set_read_path`] forces one. Single lookups read the
-//!   compressed path.
+//!   lines where at least half the quarters hold a record, else the compressed path.
 //!
 //! # Memory
 //!
@@ -748,7 +748,16 @@ impl Lpm4 {
     #[inline(always)]
     pub fn lookup_raw(&self, key: u32) -> u32 {
         if let Some(g) = self.fast.begin() {
-            let r = self.decode(key, self.fast.value(key));
+            // One line a key where most quarters hold a record (the directory and then
+            // the record otherwise); the lines' escapes read the master.
+            let r = if self.fast.dense() {
+                match self.fast.lines().value(key) {
+                    compressed::ESCAPED => self.master_raw(key),
+                    v => v,
+                }
+            } else {
+                self.decode(key, self.fast.value(key))
+            };
             if self.fast.valid(g) {
                 return r;
             }
@@ -776,9 +785,10 @@ impl Lpm4 {
         self.lookup_vector_dir24(keys, out, 16);
     }
 
-    /// The first phase of a two-phase lookup: prefetches the key's directory entry (a
-    /// 1 MiB array). Call it for a sub-batch of
-    /// keys, then [`lookup`](Self::lookup) each.
+    /// The first phase of a two-phase lookup: prefetches what [`lookup`](Self::lookup)
+    /// reads first for the key (its line where most quarters hold a record, else its
+    /// directory entry, a 1 MiB array). Call it for a sub-batch of keys, then
+    /// [`lookup`](Self::lookup) each.
     ///
     /// ```
     /// let lpm = pktvec_lookup::ipv4::Lpm4::new(Default::default());
@@ -1548,6 +1558,31 @@ mod tests {
             }
         }
         assert_eq!(auto.on.get(), Side::Compressed);
+    }
+
+    /// On a table where most quarters hold a record (uniformly placed, 400k prefixes),
+    /// single lookups and their prefetch read the lines (escapes to the master), and
+    /// answer as the master does, with and without groups.
+    #[test]
+    fn single_lookups_on_a_dense_table_read_the_lines_and_answer_alike() {
+        let routes = crate::routes::generate_ipv4(400_000, 9);
+        let lpm = Lpm4::from_routes(Lpm4Config::default(), &routes).unwrap();
+        assert!(lpm.fast.dense());
+        let keys: Vec<u32> = crate::routes::random_ipv4_keys(50_000, 10)
+            .into_iter()
+            .map(u32::from)
+            .chain(routes.iter().take(20_000).map(|r| u32::from(r.addr) | 0x7f))
+            .collect();
+        let mut master = vec![0; keys.len()];
+        lpm.lookup_vector_dir24(&keys, &mut master, 16);
+        let mut escaped = 0;
+        for (&k, &m) in keys.iter().zip(&master) {
+            lpm.prefetch(k);
+            assert_eq!(lpm.lookup_raw(k), m, "{k:#x}");
+            escaped += usize::from(lpm.fast.lines().value(k) == compressed::ESCAPED);
+        }
+        // Some keys fall in /24s holding longer prefixes (or a long quarter's tail).
+        assert!(escaped > 0);
     }
 
     #[test]

@@ -659,10 +659,15 @@ impl Compressed {
         narrow_none_to_no_route(self.load_at(value_offset(bits, r, key, 3)) >> 8, true)
     }
 
-    /// Prefetches the directory entry of `key`.
+    /// Prefetches what a single lookup of `key` reads first: its line if the table is
+    /// [`dense`](Self::dense), else its directory entry.
     #[inline(always)]
     pub(super) fn prefetch(&self, key: u32) {
-        prefetch_read(&self.dir[quarter_of(key)]);
+        if self.dense() {
+            self.lines.prefetch(key);
+        } else {
+            prefetch_read(&self.dir[quarter_of(key)]);
+        }
     }
 
     /// Prefetches pool word `w` (masked into the pool) into L2 only if `l2`, else into L1.

@@ -134,7 +134,7 @@ impl Lines {
     /// The answer for `key` from its line: a next hop, `MISS_OUT` for no route, or
     /// [`ESCAPED`]; branch-free, two loads from one line.
     #[inline(always)]
-    pub(super) fn value(&self, key: u32) -> u32 {
+    pub(in crate::ipv4) fn value(&self, key: u32) -> u32 {
         let base = quarter_of(key) * 4 * LINE_WORDS;
         let words = self.words();
         let bits = load_u64_at(words, base) | 1;
@@ -149,7 +149,7 @@ impl Lines {
 
     /// Prefetches `key`'s line.
     #[inline(always)]
-    fn prefetch(&self, key: u32) {
+    pub(super) fn prefetch(&self, key: u32) {
         prefetch_read(&self.words()[(quarter_of(key) * LINE_WORDS) % LINES_LEN]);
     }
 
