@@ -671,8 +671,9 @@ impl Lpm4 {
             + self.segments.len() * std::mem::size_of::<OnceLock<Box<[AtomicU32; SEG_ENTRIES]>>>()
     }
 
-    /// Bytes the lookups read: the compressed read path in use (directory, records and
-    /// their line padding) plus the second-level groups (see the [module docs](self)).
+    /// Bytes the compressed read path's lookups read: directory, records and their line
+    /// padding, plus the second-level groups (see the [module docs](self)). The lines,
+    /// where a thread reads them ([`ReadPath::Lines`]), are 16 MiB of their own.
     ///
     /// ```
     /// use pktvec_lookup::{ipv4::Lpm4, routes::generate_ipv4};
