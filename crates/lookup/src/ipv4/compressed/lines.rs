@@ -57,8 +57,8 @@ pub(in crate::ipv4) const ESCAPED: u32 = ESCAPE_VALUE | 0xff00_0000;
 
 /// The lines array (see the [module docs](self)).
 pub(in crate::ipv4) struct Lines {
-    /// The array's words, a line more than it holds: it starts `base` words in, on a cache
-    /// line (see [`words`](Self::words)).
+    /// The array's words, [`SLACK`] and a line more than it holds: it starts `base` words
+    /// in, on a cache line (see [`words`](Self::words)).
     raw: Box<[AtomicU32; LINES_LEN + SLACK + LINE_WORDS]>,
     /// Words from the start of `raw` to the first cache-line boundary (< [`LINE_WORDS`]).
     base: usize,
@@ -138,9 +138,10 @@ impl Lines {
         let base = quarter_of(key) * 4 * LINE_WORDS;
         let words = self.words();
         let bits = load_u64_at(words, base) | 1;
-        let shift = !(key >> 8) & 63; // 63 − s
-                                      // Runs started at slots 0..=s: at most LINE_RUNS in a line, so the 4 bytes read
-                                      // (from one byte before the value) stay in the line.
+        // 63 − s for slot s; the rank is the runs started at slots 0..=s: at most
+        // LINE_RUNS in a line, so the 4 bytes read (from one byte before the value) stay
+        // in the line.
+        let shift = !(key >> 8) & 63;
         let rank = (bits << shift).count_ones() as usize;
         let v = (load_u32_at(words, base + 4 + 3 * rank) >> 8) ^ NARROW_NONE;
         // NARROW_NONE and ESCAPE_VALUE become MISS_OUT and ESCAPED.
